@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The whole test suite: formatting, lints, unit, snapshot, compile-fail and integration tests.
+# Integration tests start their own local control plane (or use the cluster named by
+# KFOP_TEST_KUBECONFIG); the plane's binaries are built once into ~/.cache/kfop if missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "control plane binaries"
+bin=$(testenv/controlplane/build.sh | tail -n 1)
+echo "using $bin"
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy --all-targets -- -D warnings"
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+
+step "cargo test --workspace"
+cargo test --workspace

@@ -1,0 +1,126 @@
+//! Where the control-plane binaries are: the version-keyed cache that `build.sh` fills.
+use std::path::{Path, PathBuf};
+
+use crate::{Error, Result};
+
+/// The command that builds the binaries, relative to the repository root.
+pub const BUILD_COMMAND: &str = "testenv/controlplane/build.sh";
+
+const K8S_GO_MOD: &str = include_str!("../controlplane/k8s/go.mod");
+const ETCD_GO_MOD: &str = include_str!("../controlplane/etcd/go.mod");
+const KWOK_GO_MOD: &str = include_str!("../controlplane/kwok/go.mod");
+
+/// The kwok configuration (node and pod Stages) shipped with the plane.
+pub(crate) const KWOK_CONFIG: &str = include_str!("../controlplane/kwok.yaml");
+
+/// The five binaries of the local control plane.
+#[derive(Debug, Clone)]
+pub struct Assets {
+    pub dir: PathBuf,
+}
+
+impl Assets {
+    pub const COMPONENTS: [&'static str; 5] = [
+        "etcd",
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+        "kwok",
+    ];
+
+    /// `KFOP_CONTROL_PLANE_BIN` if set, else the cache directory `build.sh` writes to.
+    pub fn locate() -> Result<Self> {
+        let dir = match std::env::var_os("KFOP_CONTROL_PLANE_BIN") {
+            Some(dir) => PathBuf::from(dir),
+            None => default_bin_dir(),
+        };
+        let assets = Self { dir };
+        for name in Self::COMPONENTS {
+            if !assets.path(name).is_file() {
+                return Err(Error::MissingBinary {
+                    name: name.to_owned(),
+                    dir: assets.dir.clone(),
+                    command: BUILD_COMMAND,
+                });
+            }
+        }
+        Ok(assets)
+    }
+
+    /// Like [`Assets::locate`], but runs `build.sh` from this source tree first when the
+    /// binaries are missing (a cold build takes minutes; its progress goes to stderr).
+    pub fn locate_or_build() -> Result<Self> {
+        match Self::locate() {
+            Err(Error::MissingBinary { .. }) => {
+                let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("controlplane/build.sh");
+                let status = std::process::Command::new("bash")
+                    .arg(&script)
+                    .stdout(std::process::Stdio::null())
+                    .status()
+                    .map_err(|source| Error::Spawn { component: script.display().to_string(), source })?;
+                if !status.success() {
+                    return Err(Error::Startup(format!("{} failed ({status})", script.display())));
+                }
+                Self::locate()
+            }
+            other => other,
+        }
+    }
+
+    pub fn path(&self, component: &str) -> PathBuf {
+        self.dir.join(component)
+    }
+}
+
+/// Mirrors the cache key in `build.sh`: both read the versions from the wrapper go.mod files.
+fn default_bin_dir() -> PathBuf {
+    let key = format!(
+        "k8s-{}_etcd-{}_kwok-{}",
+        required_version(K8S_GO_MOD, "k8s.io/kubernetes"),
+        required_version(ETCD_GO_MOD, "go.etcd.io/etcd/server/v3"),
+        required_version(KWOK_GO_MOD, "sigs.k8s.io/kwok"),
+    );
+    cache_root().join("controlplane").join(key).join("bin")
+}
+
+fn cache_root() -> PathBuf {
+    if let Some(dir) = std::env::var_os("KFOP_CACHE_DIR") {
+        return PathBuf::from(dir);
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("kfop")
+}
+
+/// The version a go.mod `require` line gives a module (the same lookup as build.sh's awk).
+fn required_version(go_mod: &str, module: &str) -> String {
+    go_mod
+        .lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            (words.next()? == module).then(|| words.next().map(str::to_owned))?
+        })
+        .next()
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_come_from_the_wrapper_modules() {
+        assert!(required_version(K8S_GO_MOD, "k8s.io/kubernetes").starts_with("v1.3"));
+        assert!(required_version(ETCD_GO_MOD, "go.etcd.io/etcd/server/v3").starts_with("v3.6"));
+        assert!(required_version(KWOK_GO_MOD, "sigs.k8s.io/kwok").starts_with("v0."));
+        assert_eq!(required_version("require x v1\n", "y"), "unknown");
+    }
+
+    #[test]
+    fn kwok_config_carries_the_exit_stage() {
+        assert!(KWOK_CONFIG.contains("kwok.kfop.dev/exit-code"));
+        assert!(KWOK_CONFIG.contains("name: pod-ready"));
+    }
+}

@@ -1,0 +1,40 @@
+//! Admin kubeconfigs for the local plane and clients built from any kubeconfig file.
+use std::path::Path;
+
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+
+use crate::{Error, Result};
+
+/// Writes a kubeconfig for `server` trusting `ca_cert` and authenticating with `token`.
+/// Values are JSON-quoted, which YAML reads as plain strings whatever they contain.
+pub(crate) fn write_admin(path: &Path, server: &str, ca_cert: &Path, token: &str) -> Result<()> {
+    let q = |s: &str| serde_json::Value::from(s).to_string();
+    let text = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: kfop-local\n  cluster:\n    server: {server}\n    \
+         certificate-authority: {ca}\nusers:\n- name: kfop-admin\n  user:\n    token: {token}\ncontexts:\n\
+         - name: kfop-local\n  context:\n    cluster: kfop-local\n    user: kfop-admin\n\
+         current-context: kfop-local\n",
+        server = q(server),
+        ca = q(&ca_cert.to_string_lossy()),
+        token = q(token),
+    );
+    std::fs::write(path, text).map_err(Error::io(path))
+}
+
+/// A client for the current context of the kubeconfig at `path`.
+pub(crate) async fn client_from(path: &Path) -> Result<Client> {
+    let config = config_from(path).await?;
+    Client::try_from(config).map_err(Error::kube(format!("building a client from {}", path.display())))
+}
+
+pub(crate) async fn config_from(path: &Path) -> Result<Config> {
+    let invalid = |message: String| Error::Kubeconfig {
+        path: path.to_owned(),
+        message,
+    };
+    let kubeconfig = Kubeconfig::read_from(path).map_err(|e| invalid(e.to_string()))?;
+    Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .map_err(|e| invalid(e.to_string()))
+}

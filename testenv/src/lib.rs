@@ -1,0 +1,26 @@
+//! kfop-testenv: a Rust "envtest". Integration tests (and scaffolded operators' tests) get a real
+//! Kubernetes control plane — etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
+//! kwok — built from Go modules by `testenv/controlplane/build.sh` and run on loopback.
+//!
+//! * [`TestEnv::shared`] starts the plane once per test process (or attaches to the cluster named by
+//!   `KFOP_TEST_KUBECONFIG`) and hands out clients and per-test namespaces.
+//! * [`ControlPlane`] is the plane itself, for tools that manage its lifetime (`kfop cluster up`).
+//! * [`pods`] drives kwok pods to a chosen end: exit code and restart count.
+
+mod assets;
+mod env;
+mod error;
+mod kubeconfig;
+mod nodes;
+mod pki;
+mod plane;
+pub mod pods;
+mod ports;
+mod process;
+pub mod wait;
+
+pub use assets::{Assets, BUILD_COMMAND};
+pub use env::{ATTACH_ENV, TestEnv, TestNamespace, install_crds};
+pub use error::{Error, Result};
+pub use nodes::NodeShape;
+pub use plane::{ControlPlane, Lifetime, PlaneOptions, PlaneState};
