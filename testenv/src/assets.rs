@@ -57,7 +57,10 @@ impl Assets {
                     .arg(&script)
                     .stdout(std::process::Stdio::null())
                     .status()
-                    .map_err(|source| Error::Spawn { component: script.display().to_string(), source })?;
+                    .map_err(|source| Error::Spawn {
+                        component: script.display().to_string(),
+                        source,
+                    })?;
                 if !status.success() {
                     return Err(Error::Startup(format!("{} failed ({status})", script.display())));
                 }
