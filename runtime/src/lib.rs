@@ -1,7 +1,23 @@
 //! kfop-runtime: the engine every kfop training-job operator calls into.
 //!
+//! * [`api`]: the shared API types with Kubeflow's JSON names.
+//! * [`framework`]: what a framework supplies ([`Framework`], [`TrainingJob`]).
+//! * [`plan`]: the pure planner, `(framework, job, observed, now) -> Plan`.
+//!
 //! It re-exports `kube`, `k8s_openapi` and `schemars` so an operator needs this one dependency.
 
+pub mod api;
+pub mod defaults;
+pub mod framework;
+pub mod labels;
+pub mod metrics;
+pub mod plan;
+pub mod policy;
+pub mod server;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
+
+pub use framework::{Framework, FrameworkError, FrameworkInfo, PodContext, Role, TrainingJob};
 pub use k8s_openapi;
 pub use kube;
 pub use schemars;

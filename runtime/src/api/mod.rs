@@ -1,0 +1,11 @@
+//! The API types every training job shares, with Kubeflow's JSON names
+//! (`kubeflow.org/v1` common types).
+mod replica;
+mod run_policy;
+mod schema;
+mod status;
+
+pub use replica::{ReplicaSpec, RestartPolicy};
+pub use run_policy::{CleanPodPolicy, RunPolicy, SchedulingPolicy};
+pub use schema::preserve_unknown_object;
+pub use status::{ConditionStatus, JobCondition, JobConditionType, JobStatus, ReplicaStatus};

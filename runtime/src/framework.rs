@@ -1,0 +1,139 @@
+//! What a framework supplies: identity, roles, defaults, pod decoration and its success policy.
+//! Everything but identity has a default, so a simple framework is mostly data.
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+
+use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::api::core::v1::PodTemplateSpec;
+use kube::Resource;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::api::{JobStatus, ReplicaSpec, RestartPolicy, RunPolicy};
+use crate::policy::SuccessPolicy;
+
+/// A training-job custom resource: a spec with replica specs and a run policy, and a status.
+/// `kfop-derive` implements it; hand-written types can too.
+pub trait TrainingJob:
+    Resource<DynamicType = (), Scope = NamespaceResourceScope>
+    + Clone
+    + Debug
+    + Serialize
+    + DeserializeOwned
+    + Send
+    + Sync
+    + 'static
+{
+    /// The replica specs keyed by replica type, as the user wrote them.
+    fn replica_specs(&self) -> &BTreeMap<String, ReplicaSpec>;
+    fn run_policy(&self) -> &RunPolicy;
+    fn status(&self) -> Option<&JobStatus>;
+}
+
+/// A replica type (role) a framework knows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Role {
+    /// Canonical CamelCase name, e.g. `Worker`; user keys are normalised to it case-insensitively.
+    pub name: String,
+    pub default_restart_policy: RestartPolicy,
+    /// The replica count when the spec gives none.
+    pub default_replicas: i32,
+    /// Whether this role's pods carry `training.kubeflow.org/job-role=master` and decide success.
+    pub master: bool,
+}
+
+impl Role {
+    pub fn new(name: impl Into<String>, default_restart_policy: RestartPolicy) -> Self {
+        Self {
+            name: name.into(),
+            default_restart_policy,
+            default_replicas: 1,
+            master: false,
+        }
+    }
+
+    #[must_use]
+    pub fn master(mut self) -> Self {
+        self.master = true;
+        self
+    }
+
+    #[must_use]
+    pub fn default_replicas(mut self, replicas: i32) -> Self {
+        self.default_replicas = replicas;
+        self
+    }
+}
+
+/// The static facts about a framework.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FrameworkInfo {
+    /// Event source and `training.kubeflow.org/operator-name` label, e.g. `pytorchjob-controller`.
+    pub controller_name: String,
+    /// Metrics label, e.g. `pytorch`.
+    pub framework_name: String,
+    /// The container that gets the default port and whose ports the headless services expose.
+    pub default_container: String,
+    pub default_port_name: String,
+    pub default_port: i32,
+    /// Known roles, in the order they are reconciled and reported.
+    pub roles: Vec<Role>,
+}
+
+impl FrameworkInfo {
+    pub fn role(&self, name: &str) -> Option<&Role> {
+        self.roles.iter().find(|r| r.name.eq_ignore_ascii_case(name))
+    }
+}
+
+/// What `decorate_pod` knows about the pod being built.
+#[derive(Debug)]
+pub struct PodContext<'a, J> {
+    pub job: &'a J,
+    /// Defaulted replica specs, keyed by canonical role name.
+    pub specs: &'a BTreeMap<String, ReplicaSpec>,
+    pub role: &'a str,
+    pub index: i32,
+}
+
+/// An error a framework hook reports for one job (shown in an event and the log; the job is
+/// retried with backoff).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct FrameworkError(pub String);
+
+/// A training framework: the part of an operator that is not shared.
+pub trait Framework: Send + Sync + 'static {
+    type Job: TrainingJob;
+
+    fn info(&self) -> &FrameworkInfo;
+
+    /// Whether the pod of `role`/`index` is the job's master (labelled `job-role=master`).
+    /// Default: every pod of a role marked `master`.
+    fn is_master(&self, specs: &BTreeMap<String, ReplicaSpec>, role: &str, index: i32) -> bool {
+        let _ = (specs, index);
+        self.info().role(role).is_some_and(|r| r.master)
+    }
+
+    /// Adds framework environment, init containers or volumes to a pod about to be created.
+    fn decorate_pod(
+        &self,
+        ctx: &PodContext<'_, Self::Job>,
+        template: &mut PodTemplateSpec,
+    ) -> Result<(), FrameworkError> {
+        let _ = (ctx, template);
+        Ok(())
+    }
+
+    /// When the job has succeeded. Default: every master replica succeeded, or without a
+    /// master role, every replica of every role.
+    fn success_policy(&self, job: &Self::Job, specs: &BTreeMap<String, ReplicaSpec>) -> SuccessPolicy {
+        let _ = job;
+        SuccessPolicy::master_else_all(self.info(), specs)
+    }
+
+    /// Whether each replica gets a headless service named like its pod.
+    fn creates_services(&self) -> bool {
+        true
+    }
+}

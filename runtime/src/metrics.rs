@@ -1,0 +1,516 @@
+//! Prometheus metrics an operator exposes: Kubeflow training-operator job counters, so existing
+//! dashboards and alerts keep working, and controller-runtime's reconcile metrics.
+use std::fmt;
+use std::time::Instant;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::{Registry, Unit};
+
+/// controller-runtime's `controller_runtime_reconcile_time_seconds` buckets, in seconds.
+const RECONCILE_TIME_BUCKETS: [f64; 11] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+
+/// Labels of the Kubeflow job counters, in Kubeflow's order.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct JobLabels {
+    job_namespace: String,
+    framework: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ControllerLabels {
+    controller: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabels {
+    controller: String,
+    result: &'static str,
+}
+
+type JobCounter = Family<JobLabels, Counter>;
+
+/// The reconcile families; cloning shares the underlying series, so a timer can own a copy and
+/// need not borrow [`Metrics`].
+#[derive(Clone)]
+struct ReconcileFamilies {
+    total: Family<ResultLabels, Counter>,
+    errors: Family<ControllerLabels, Counter>,
+    time: Family<ControllerLabels, Histogram>,
+}
+
+/// An operator's metrics registry. Every method takes `&self`, so one instance behind an `Arc` serves
+/// all reconcile tasks and the `/metrics` endpoint.
+pub struct Metrics {
+    registry: Registry,
+    jobs_created: JobCounter,
+    jobs_deleted: JobCounter,
+    jobs_successful: JobCounter,
+    jobs_failed: JobCounter,
+    jobs_restarted: JobCounter,
+    reconcile: ReconcileFamilies,
+}
+
+impl Metrics {
+    /// Creates a registry with every metric family registered and no series yet.
+    pub fn new() -> Self {
+        let mut registry = Registry::default();
+        // Counter names omit `_total`: prometheus-client appends it when encoding.
+        let mut job_counter = |name: &str, help: &str| {
+            let family = JobCounter::default();
+            registry.register(name, help, family.clone());
+            family
+        };
+        let jobs_created = job_counter("training_operator_jobs_created", "Counts number of jobs created");
+        let jobs_deleted = job_counter("training_operator_jobs_deleted", "Counts number of jobs deleted");
+        let jobs_successful = job_counter(
+            "training_operator_jobs_successful",
+            "Counts number of jobs successfully finished",
+        );
+        let jobs_failed = job_counter("training_operator_jobs_failed", "Counts number of jobs failed");
+        let jobs_restarted = job_counter(
+            "training_operator_jobs_restarted",
+            "Counts number of jobs restarted",
+        );
+
+        let reconcile = ReconcileFamilies {
+            total: Family::default(),
+            errors: Family::default(),
+            time: Family::new_with_constructor(|| Histogram::new(RECONCILE_TIME_BUCKETS)),
+        };
+        registry.register(
+            "controller_runtime_reconcile",
+            "Total number of reconciliations per controller",
+            reconcile.total.clone(),
+        );
+        registry.register(
+            "controller_runtime_reconcile_errors",
+            "Total number of reconciliation errors per controller",
+            reconcile.errors.clone(),
+        );
+        // With a unit the name gains `_seconds` and OpenMetrics gets its `# UNIT` line.
+        registry.register_with_unit(
+            "controller_runtime_reconcile_time",
+            "Length of time per reconciliation per controller",
+            Unit::Seconds,
+            reconcile.time.clone(),
+        );
+
+        Self {
+            registry,
+            jobs_created,
+            jobs_deleted,
+            jobs_successful,
+            jobs_failed,
+            jobs_restarted,
+            reconcile,
+        }
+    }
+
+    /// Counts a job the operator created (`training_operator_jobs_created_total`).
+    pub fn job_created(&self, namespace: &str, framework: &str) {
+        inc_job(&self.jobs_created, namespace, framework);
+    }
+
+    /// Counts a job that was deleted (`training_operator_jobs_deleted_total`).
+    pub fn job_deleted(&self, namespace: &str, framework: &str) {
+        inc_job(&self.jobs_deleted, namespace, framework);
+    }
+
+    /// Counts a job that finished successfully (`training_operator_jobs_successful_total`).
+    pub fn job_succeeded(&self, namespace: &str, framework: &str) {
+        inc_job(&self.jobs_successful, namespace, framework);
+    }
+
+    /// Counts a job that failed (`training_operator_jobs_failed_total`).
+    pub fn job_failed(&self, namespace: &str, framework: &str) {
+        inc_job(&self.jobs_failed, namespace, framework);
+    }
+
+    /// Counts a job restart (`training_operator_jobs_restarted_total`).
+    pub fn job_restarted(&self, namespace: &str, framework: &str) {
+        inc_job(&self.jobs_restarted, namespace, framework);
+    }
+
+    /// Starts timing one reconcile; dropping the guard records duration, and `result` counts.
+    ///
+    /// The result defaults to [`ReconcileResult::Success`]; call [`ReconcileTimer::set_result`]
+    /// before the guard drops to record an error or a requeue. The guard owns what it needs, so it
+    /// can be held across `.await` points and moved between tasks.
+    pub fn reconcile(&self, controller: &str) -> ReconcileTimer {
+        let labels = ControllerLabels {
+            controller: controller.to_owned(),
+        };
+        // Like controller-runtime, export every series of a controller at 0 once it reconciles, so
+        // `rate()` and absence-based alerts see the error series before the first error. Creating a
+        // series is all that is needed, hence the discarded guards.
+        if self.reconcile.errors.get(&labels).is_none() {
+            let _ = self.reconcile.errors.get_or_create(&labels);
+            for result in [
+                ReconcileResult::Success,
+                ReconcileResult::Error,
+                ReconcileResult::Requeue,
+            ] {
+                let _ = self
+                    .reconcile
+                    .total
+                    .get_or_create(&result_labels(&labels, result));
+            }
+        }
+        ReconcileTimer {
+            families: self.reconcile.clone(),
+            labels,
+            result: ReconcileResult::default(),
+            start: Instant::now(),
+        }
+    }
+
+    /// Encodes every metric in the OpenMetrics text format, ending with `# EOF`.
+    pub fn encode(&self) -> String {
+        let mut text = String::new();
+        if let Err(error) = prometheus_client::encoding::text::encode(&mut text, &self.registry) {
+            // Unreachable in practice (a `String` sink and infallible label encoders); a truncated
+            // exposition lacks `# EOF`, so Prometheus fails the scrape instead of storing partial data.
+            tracing::error!(%error, "encoding metrics failed");
+        }
+        text
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+// Manual so that debug output does not dump every series.
+impl fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+fn inc_job(family: &JobCounter, namespace: &str, framework: &str) {
+    family
+        .get_or_create(&JobLabels {
+            job_namespace: namespace.to_owned(),
+            framework: framework.to_owned(),
+        })
+        .inc();
+}
+
+fn result_labels(labels: &ControllerLabels, result: ReconcileResult) -> ResultLabels {
+    ResultLabels {
+        controller: labels.controller.clone(),
+        result: result.as_label(),
+    }
+}
+
+/// How a reconcile ended, the `result` label of `controller_runtime_reconcile_total`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ReconcileResult {
+    /// The reconcile completed and needs no requeue.
+    #[default]
+    Success,
+    /// The reconcile failed; also counts in `controller_runtime_reconcile_errors_total`.
+    Error,
+    /// The reconcile completed but asked to run again.
+    Requeue,
+}
+
+impl ReconcileResult {
+    /// The label value controller-runtime uses.
+    fn as_label(self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::Error => "error",
+            Self::Requeue => "requeue",
+        }
+    }
+}
+
+/// Guard from [`Metrics::reconcile`]; records the reconcile's duration and result when dropped.
+#[must_use = "dropping the timer immediately records a zero-length reconcile"]
+pub struct ReconcileTimer {
+    families: ReconcileFamilies,
+    labels: ControllerLabels,
+    result: ReconcileResult,
+    start: Instant,
+}
+
+impl ReconcileTimer {
+    /// Sets the result recorded on drop; the last call wins.
+    pub fn set_result(&mut self, result: ReconcileResult) {
+        self.result = result;
+    }
+}
+
+impl fmt::Debug for ReconcileTimer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReconcileTimer")
+            .field("controller", &self.labels.controller)
+            .field("result", &self.result)
+            .field("start", &self.start)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for ReconcileTimer {
+    fn drop(&mut self) {
+        self.families
+            .time
+            .get_or_create(&self.labels)
+            .observe(self.start.elapsed().as_secs_f64());
+        self.families
+            .total
+            .get_or_create(&result_labels(&self.labels, self.result))
+            .inc();
+        if self.result == ReconcileResult::Error {
+            self.families.errors.get_or_create(&self.labels).inc();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(metrics: &Metrics) -> Vec<String> {
+        metrics.encode().lines().map(str::to_owned).collect()
+    }
+
+    fn assert_line(metrics: &Metrics, expected: &str) {
+        let lines = lines(metrics);
+        assert!(
+            lines.iter().any(|line| line == expected),
+            "missing `{expected}` in:\n{}",
+            lines.join("\n")
+        );
+    }
+
+    #[test]
+    fn is_send_and_sync() {
+        fn check<T: Send + Sync + 'static>() {}
+        check::<Metrics>();
+        check::<ReconcileTimer>();
+    }
+
+    #[test]
+    fn no_series_before_any_event() {
+        // prometheus-client leaves out families without series, so only the EOF marker remains.
+        assert_eq!(Metrics::new().encode(), "# EOF\n");
+    }
+
+    #[test]
+    fn descriptors_name_each_family_once_without_a_doubled_suffix() {
+        let metrics = Metrics::new();
+        metrics.job_created("ns", "pytorch");
+        metrics.job_deleted("ns", "pytorch");
+        metrics.job_succeeded("ns", "pytorch");
+        metrics.job_failed("ns", "pytorch");
+        metrics.job_restarted("ns", "pytorch");
+        drop(metrics.reconcile("pytorchjob"));
+        let text = metrics.encode();
+
+        for name in [
+            "training_operator_jobs_created",
+            "training_operator_jobs_deleted",
+            "training_operator_jobs_successful",
+            "training_operator_jobs_failed",
+            "training_operator_jobs_restarted",
+            "controller_runtime_reconcile",
+            "controller_runtime_reconcile_errors",
+        ] {
+            assert_eq!(
+                text.matches(&format!("# TYPE {name} counter\n")).count(),
+                1,
+                "{name} in:\n{text}"
+            );
+        }
+        assert_line(
+            &metrics,
+            "# TYPE controller_runtime_reconcile_time_seconds histogram",
+        );
+        assert_line(
+            &metrics,
+            "# UNIT controller_runtime_reconcile_time_seconds seconds",
+        );
+        assert_line(
+            &metrics,
+            "# HELP training_operator_jobs_created Counts number of jobs created.",
+        );
+        assert!(!text.contains("_total_total"), "{text}");
+        assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+
+    #[test]
+    fn job_counters_expose_kubeflow_names_and_labels() {
+        let metrics = Metrics::default();
+        metrics.job_created("ns", "pytorch");
+        metrics.job_created("ns", "pytorch");
+        metrics.job_created("other", "tensorflow");
+        metrics.job_deleted("ns", "pytorch");
+        metrics.job_succeeded("ns", "pytorch");
+        metrics.job_failed("ns", "xgboost");
+        metrics.job_restarted("ns", "pytorch");
+
+        assert_line(
+            &metrics,
+            r#"training_operator_jobs_created_total{job_namespace="ns",framework="pytorch"} 2"#,
+        );
+        assert_line(
+            &metrics,
+            r#"training_operator_jobs_created_total{job_namespace="other",framework="tensorflow"} 1"#,
+        );
+        assert_line(
+            &metrics,
+            r#"training_operator_jobs_deleted_total{job_namespace="ns",framework="pytorch"} 1"#,
+        );
+        assert_line(
+            &metrics,
+            r#"training_operator_jobs_successful_total{job_namespace="ns",framework="pytorch"} 1"#,
+        );
+        assert_line(
+            &metrics,
+            r#"training_operator_jobs_failed_total{job_namespace="ns",framework="xgboost"} 1"#,
+        );
+        assert_line(
+            &metrics,
+            r#"training_operator_jobs_restarted_total{job_namespace="ns",framework="pytorch"} 1"#,
+        );
+    }
+
+    #[test]
+    fn label_values_are_escaped() {
+        let metrics = Metrics::new();
+        metrics.job_created("a\"b", "x\\y");
+        assert_line(
+            &metrics,
+            r#"training_operator_jobs_created_total{job_namespace="a\"b",framework="x\\y"} 1"#,
+        );
+    }
+
+    #[test]
+    fn dropped_timer_records_success_and_duration() {
+        let metrics = Metrics::new();
+        drop(metrics.reconcile("pytorchjob"));
+
+        assert_line(
+            &metrics,
+            r#"controller_runtime_reconcile_total{controller="pytorchjob",result="success"} 1"#,
+        );
+        assert_line(
+            &metrics,
+            r#"controller_runtime_reconcile_total{controller="pytorchjob",result="error"} 0"#,
+        );
+        assert_line(
+            &metrics,
+            r#"controller_runtime_reconcile_total{controller="pytorchjob",result="requeue"} 0"#,
+        );
+        assert_line(
+            &metrics,
+            r#"controller_runtime_reconcile_errors_total{controller="pytorchjob"} 0"#,
+        );
+        assert_line(
+            &metrics,
+            r#"controller_runtime_reconcile_time_seconds_count{controller="pytorchjob"} 1"#,
+        );
+        assert_line(
+            &metrics,
+            r#"controller_runtime_reconcile_time_seconds_bucket{le="+Inf",controller="pytorchjob"} 1"#,
+        );
+        // Counts in the finite buckets depend on how fast the machine ran the test, so check bounds only.
+        let text = metrics.encode();
+        let bounds: Vec<&str> = text
+            .lines()
+            .filter_map(|line| line.strip_prefix("controller_runtime_reconcile_time_seconds_bucket{le=\""))
+            .filter_map(|rest| rest.split('"').next())
+            .collect();
+        assert_eq!(
+            bounds,
+            [
+                "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1.0", "2.5", "5.0", "10.0", "+Inf"
+            ]
+        );
+    }
+
+    #[test]
+    fn error_result_counts_an_error() {
+        let metrics = Metrics::new();
+        let mut timer = metrics.reconcile("tfjob");
+        timer.set_result(ReconcileResult::Error);
+        drop(timer);
+        let mut timer = metrics.reconcile("tfjob");
+        timer.set_result(ReconcileResult::Requeue);
+        drop(timer);
+
+        assert_line(
+            &metrics,
+            r#"controller_runtime_reconcile_errors_total{controller="tfjob"} 1"#,
+        );
+        assert_line(
+            &metrics,
+            r#"controller_runtime_reconcile_total{controller="tfjob",result="error"} 1"#,
+        );
+        assert_line(
+            &metrics,
+            r#"controller_runtime_reconcile_total{controller="tfjob",result="requeue"} 1"#,
+        );
+        assert_line(
+            &metrics,
+            r#"controller_runtime_reconcile_total{controller="tfjob",result="success"} 0"#,
+        );
+        assert_line(
+            &metrics,
+            r#"controller_runtime_reconcile_time_seconds_count{controller="tfjob"} 2"#,
+        );
+    }
+
+    #[test]
+    fn nothing_is_recorded_until_the_timer_drops() {
+        let metrics = Metrics::new();
+        let timer = metrics.reconcile("mpijob");
+        assert_line(
+            &metrics,
+            r#"controller_runtime_reconcile_total{controller="mpijob",result="success"} 0"#,
+        );
+        assert!(
+            !metrics
+                .encode()
+                .contains("controller_runtime_reconcile_time_seconds_count")
+        );
+        drop(timer);
+        assert_line(
+            &metrics,
+            r#"controller_runtime_reconcile_total{controller="mpijob",result="success"} 1"#,
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn timers_from_many_tasks_all_count() {
+        let metrics = std::sync::Arc::new(Metrics::new());
+        let tasks: Vec<_> = (0..16)
+            .map(|_| {
+                let metrics = metrics.clone();
+                tokio::spawn(async move {
+                    let timer = metrics.reconcile("jaxjob");
+                    tokio::task::yield_now().await;
+                    drop(timer);
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+        assert_line(
+            &metrics,
+            r#"controller_runtime_reconcile_total{controller="jaxjob",result="success"} 16"#,
+        );
+        assert_line(
+            &metrics,
+            r#"controller_runtime_reconcile_time_seconds_count{controller="jaxjob"} 16"#,
+        );
+    }
+}

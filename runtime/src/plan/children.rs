@@ -1,0 +1,136 @@
+//! Building the pods and headless services of a job (pure).
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec, Service, ServicePort, ServiceSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::ResourceExt;
+
+use crate::api::ReplicaSpec;
+use crate::framework::{Framework, FrameworkError, PodContext, TrainingJob};
+use crate::labels::{self, JOB_ROLE};
+
+/// The controller owner reference every child carries.
+pub fn owner_reference<J: TrainingJob>(job: &J) -> OwnerReference {
+    OwnerReference {
+        api_version: J::api_version(&()).into_owned(),
+        kind: J::kind(&()).into_owned(),
+        name: job.name_any(),
+        uid: job.uid().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }
+}
+
+/// A pod built from the role's template; whether the template's own restartPolicy was
+/// overridden (Kubeflow warns about that with an event).
+#[derive(Debug)]
+pub struct BuiltPod {
+    pub pod: Pod,
+    pub overrode_restart_policy: bool,
+}
+
+pub fn build_pod<F: Framework>(
+    framework: &F,
+    job: &F::Job,
+    specs: &BTreeMap<String, ReplicaSpec>,
+    role: &str,
+    index: i32,
+) -> Result<BuiltPod, FrameworkError> {
+    let info = framework.info();
+    let spec = specs
+        .get(role)
+        .ok_or_else(|| FrameworkError(format!("no replica spec for {role}")))?;
+    let name = job.name_any();
+    let mut template: PodTemplateSpec = spec.template.clone();
+    let mut labels = template
+        .metadata
+        .as_ref()
+        .and_then(|m| m.labels.clone())
+        .unwrap_or_default();
+    labels.extend(labels::replica_labels(&info.controller_name, &name, role, index));
+    if framework.is_master(specs, role, index) {
+        labels.insert(JOB_ROLE.to_owned(), "master".to_owned());
+    }
+    framework.decorate_pod(
+        &PodContext {
+            job,
+            specs,
+            role,
+            index,
+        },
+        &mut template,
+    )?;
+
+    let mut pod_spec = template.spec.unwrap_or_default();
+    let overrode_restart_policy = pod_spec.restart_policy.is_some();
+    pod_spec.restart_policy = spec.restart_policy.map(|p| p.pod_restart_policy().to_owned());
+    let meta = template.metadata.unwrap_or_default();
+    let pod = Pod {
+        metadata: ObjectMeta {
+            name: Some(labels::child_name(&name, role, index)),
+            namespace: job.namespace(),
+            labels: Some(labels),
+            annotations: meta.annotations,
+            owner_references: Some(vec![owner_reference(job)]),
+            ..ObjectMeta::default()
+        },
+        spec: Some(pod_spec),
+        status: None,
+    };
+    Ok(BuiltPod {
+        pod,
+        overrode_restart_policy,
+    })
+}
+
+/// The headless service of one replica: same name and labels as its pod (without job-role),
+/// selecting exactly that pod, exposing the default container's ports.
+pub fn build_service<J: TrainingJob>(
+    info: &crate::framework::FrameworkInfo,
+    job: &J,
+    spec: &ReplicaSpec,
+    role: &str,
+    index: i32,
+) -> Service {
+    let name = job.name_any();
+    let labels = labels::replica_labels(&info.controller_name, &name, role, index);
+    let containers = spec
+        .template
+        .spec
+        .as_ref()
+        .map(|s| s.containers.as_slice())
+        .unwrap_or_default();
+    // Kubeflow requires a container named after the framework; falling back to the first
+    // container keeps services working for templates that name theirs differently.
+    let container = containers
+        .iter()
+        .find(|c| c.name == info.default_container)
+        .or(containers.first());
+    let mut ports: Vec<ServicePort> = container
+        .and_then(|c| c.ports.as_ref())
+        .into_iter()
+        .flatten()
+        .map(|p| ServicePort {
+            name: p.name.clone(),
+            port: p.container_port,
+            ..ServicePort::default()
+        })
+        .collect();
+    ports.sort_by(|a, b| a.name.cmp(&b.name));
+    Service {
+        metadata: ObjectMeta {
+            name: Some(labels::child_name(&name, role, index)),
+            namespace: job.namespace(),
+            labels: Some(labels.clone()),
+            owner_references: Some(vec![owner_reference(job)]),
+            ..ObjectMeta::default()
+        },
+        spec: Some(ServiceSpec {
+            cluster_ip: Some("None".to_owned()),
+            selector: Some(labels),
+            ports: Some(ports),
+            ..ServiceSpec::default()
+        }),
+        status: None,
+    }
+}

@@ -1,0 +1,328 @@
+//! The pure planner: `(framework, job, observed children, now) -> Plan`. No IO, no clock, no
+//! randomness; every job policy is decided here and unit-tested.
+mod children;
+mod conditions;
+mod replicas;
+mod status;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::{Resource, ResourceExt};
+
+pub use children::{build_pod, build_service, owner_reference};
+pub use conditions::{reason, set_condition};
+
+use crate::api::{ConditionStatus, JobConditionType, JobStatus};
+use crate::defaults::defaulted_specs;
+use crate::framework::{Framework, FrameworkError, TrainingJob};
+use crate::policy;
+
+/// The job's children as the caches see them (already filtered to those the job controls).
+#[derive(Debug, Default, Clone)]
+pub struct Observed {
+    pub pods: Vec<Arc<Pod>>,
+    pub services: Vec<Arc<Service>>,
+}
+
+/// A child to delete: its name, and its UID as a precondition so a newer object of the same name
+/// is never deleted by mistake.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChildRef {
+    pub name: String,
+    pub uid: Option<String>,
+}
+
+impl ChildRef {
+    fn of(meta: &impl ResourceExt) -> Self {
+        Self {
+            name: meta.name_any(),
+            uid: meta.uid(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    Normal,
+    Warning,
+}
+
+/// An event about the job. Events come from transitions, never from re-observing a state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobEvent {
+    pub type_: EventType,
+    pub reason: String,
+    pub message: String,
+}
+
+/// A job-level counter to increment (Kubeflow's `training_operator_jobs_*_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobMetric {
+    Created,
+    Succeeded,
+    Failed,
+    Restarted,
+}
+
+/// Everything one reconcile should do.
+#[derive(Debug, Default)]
+pub struct Plan {
+    pub create_pods: Vec<Pod>,
+    pub create_services: Vec<Service>,
+    pub delete_pods: Vec<ChildRef>,
+    pub delete_services: Vec<ChildRef>,
+    /// The new status, when it differs from the observed one.
+    pub status: Option<JobStatus>,
+    pub events: Vec<JobEvent>,
+    pub metrics: Vec<JobMetric>,
+    /// The TTL after finishing expired: delete the job.
+    pub delete_job: bool,
+    /// Reconcile again after this long even if nothing changes (deadline, TTL).
+    pub requeue_after: Option<Duration>,
+}
+
+/// Why a job could not be planned.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error("framework hook failed: {0}")]
+    Framework(#[from] FrameworkError),
+}
+
+/// Collects what a plan step decides, with the job's kind and name at hand for messages.
+struct Draft<'a> {
+    kind: &'a str,
+    name: String,
+    now: &'a Time,
+    status: JobStatus,
+    plan: Plan,
+}
+
+impl Draft<'_> {
+    fn condition(
+        &mut self,
+        type_: JobConditionType,
+        status: ConditionStatus,
+        base: &str,
+        message: String,
+    ) -> bool {
+        set_condition(
+            &mut self.status,
+            type_,
+            status,
+            reason(self.kind, base),
+            message,
+            self.now,
+        )
+    }
+
+    fn event(&mut self, type_: EventType, reason: String, message: String) {
+        self.plan.events.push(JobEvent {
+            type_,
+            reason,
+            message,
+        });
+    }
+
+    fn requeue(&mut self, after: Duration) {
+        let current = self.plan.requeue_after.get_or_insert(after);
+        *current = (*current).min(after);
+    }
+
+    /// Deletes the given pods and the services named like them (Kubeflow's
+    /// `DeletePodsAndServices`), or every service when all pods go.
+    fn clean(&mut self, pods: &[&Pod], services: &[Arc<Service>], all: bool) {
+        self.plan
+            .delete_pods
+            .extend(pods.iter().map(|p| ChildRef::of(*p)));
+        let names: Vec<String> = pods.iter().map(|p| p.name_any()).collect();
+        self.plan.delete_services.extend(
+            services
+                .iter()
+                .filter(|s| all || names.contains(&s.name_any()))
+                .map(|s| ChildRef::of(s.as_ref())),
+        );
+    }
+
+    /// Schedules deletion of the job once its TTL after finishing has passed.
+    fn ttl(&mut self, run_policy: &crate::api::RunPolicy) {
+        match policy::until_ttl_expiry(run_policy, self.status.completion_time.as_ref(), self.now) {
+            Some(Duration::ZERO) => self.plan.delete_job = true,
+            Some(left) => self.requeue(left),
+            None => {}
+        }
+    }
+}
+
+/// Plans one reconcile of `job`.
+pub fn plan<F: Framework>(
+    framework: &F,
+    job: &F::Job,
+    observed: &Observed,
+    now: &Time,
+) -> Result<Plan, PlanError> {
+    let kind = <F::Job as kube::Resource>::kind(&());
+    let old = job.status().cloned().unwrap_or_default();
+    let mut d = Draft {
+        kind: &kind,
+        name: job.name_any(),
+        now,
+        status: old.clone(),
+        plan: Plan::default(),
+    };
+    if job.meta().deletion_timestamp.is_some() || !is_managed_here(job.run_policy()) {
+        return Ok(d.plan);
+    }
+    let specs = defaulted_specs(framework.info(), job.replica_specs());
+    let run_policy = job.run_policy();
+    let pods: Vec<&Pod> = observed.pods.iter().map(AsRef::as_ref).collect();
+
+    if d.status.condition(JobConditionType::Created).is_none() {
+        let msg = format!("{kind} {} is created.", d.name);
+        d.condition(JobConditionType::Created, ConditionStatus::True, "Created", msg);
+        d.plan.metrics.push(JobMetric::Created);
+    }
+
+    if d.status.is_finished() {
+        let clean = policy::pods_to_clean(run_policy.clean_pod_policy(), true, &pods);
+        let all = run_policy.clean_pod_policy() == crate::api::CleanPodPolicy::All;
+        d.clean(&clean, &observed.services, all);
+        if d.status.is(JobConditionType::Succeeded) {
+            for rs in d.status.replica_statuses.values_mut() {
+                rs.succeeded += rs.active;
+                rs.active = 0;
+            }
+        }
+        d.ttl(run_policy);
+        return Ok(finish(d, &old));
+    }
+
+    if run_policy.is_suspended() {
+        d.clean(&pods, &observed.services, true);
+        for rs in d.status.replica_statuses.values_mut() {
+            rs.active = 0;
+        }
+        let msg = format!("{kind} {} is suspended.", d.name);
+        if d.status.is(JobConditionType::Running) {
+            d.condition(
+                JobConditionType::Running,
+                ConditionStatus::False,
+                "Suspended",
+                msg.clone(),
+            );
+        }
+        if !d.status.is(JobConditionType::Suspended) {
+            d.condition(
+                JobConditionType::Suspended,
+                ConditionStatus::True,
+                "Suspended",
+                msg.clone(),
+            );
+            d.event(EventType::Normal, reason(&kind, "Suspended"), msg);
+        }
+        return Ok(finish(d, &old));
+    }
+
+    if d.status.is(JobConditionType::Suspended) {
+        let msg = format!("{kind} {} is resumed.", d.name);
+        d.condition(
+            JobConditionType::Suspended,
+            ConditionStatus::False,
+            "Resumed",
+            msg.clone(),
+        );
+        d.status.start_time = Some(now.clone());
+        d.event(EventType::Normal, reason(&kind, "Resumed"), msg);
+    }
+
+    if let Some(message) = exceeded_limit(&d, run_policy, &specs, &pods) {
+        d.status.completion_time.get_or_insert_with(|| now.clone());
+        // Kubeflow deletes every pod here, ignoring cleanPodPolicy (#3419); kfop cleans as for
+        // any finished job.
+        let clean = policy::pods_to_clean(run_policy.clean_pod_policy(), true, &pods);
+        let all = run_policy.clean_pod_policy() == crate::api::CleanPodPolicy::All;
+        d.clean(&clean, &observed.services, all);
+        d.event(EventType::Warning, reason(&kind, "Failed"), message.clone());
+        if d.condition(JobConditionType::Failed, ConditionStatus::True, "Failed", message) {
+            d.plan.metrics.push(JobMetric::Failed);
+        }
+        d.ttl(run_policy);
+        return Ok(finish(d, &old));
+    }
+
+    let counts = replicas::reconcile(framework, job, &specs, observed, &mut d)?;
+    let success = framework.success_policy(job, &specs);
+    status::update(&mut d, &specs, &success, &counts);
+
+    if d.status.is_finished() {
+        // The next pass cleans up and starts the TTL, as for any finished job.
+        d.requeue(Duration::from_millis(200));
+    } else if let Some(left) = policy::until_deadline(run_policy, d.status.start_time.as_ref(), now) {
+        // Kubeflow's deadline only fires when something else triggers a reconcile (#3358).
+        d.requeue(left);
+    }
+    Ok(finish(d, &old))
+}
+
+/// The failure message if the backoff limit or the active deadline has been passed.
+fn exceeded_limit(
+    d: &Draft<'_>,
+    run_policy: &crate::api::RunPolicy,
+    specs: &std::collections::BTreeMap<String, crate::api::ReplicaSpec>,
+    pods: &[&Pod],
+) -> Option<String> {
+    let past_backoff = run_policy.backoff_limit.is_some_and(|limit| {
+        let failed = pods.iter().filter(|p| phase(p) == "Failed").count();
+        let previously_failed: i32 = d.status.replica_statuses.values().map(|r| r.failed).sum();
+        let active = pods.iter().filter(|p| is_active(p)).count();
+        let total: i32 = specs.values().map(crate::api::ReplicaSpec::replicas).sum();
+        // Kubeflow's `exceedsBackoffLimit` with its always-zero requeue count: only a limit of 0
+        // fails on the first new pod failure.
+        let new_failure = i32::try_from(failed).unwrap_or(i32::MAX) > previously_failed;
+        let exceeds = new_failure && i32::try_from(active).ok() != Some(total) && limit <= 0;
+        exceeds || policy::past_backoff_limit(limit, specs, |role| replicas::pods_of_role(pods, role))
+    });
+    if past_backoff {
+        return Some(format!(
+            "Job {} has failed because it has reached the specified backoff limit",
+            d.name
+        ));
+    }
+    policy::past_deadline(run_policy, d.status.start_time.as_ref(), d.now).then(|| {
+        format!(
+            "Job {} has failed because it was active longer than specified deadline",
+            d.name
+        )
+    })
+}
+
+/// `runPolicy.managedBy` values that mean "this operator": unset, or Kubeflow's own controllers
+/// (kfop replaces them). Any other value (e.g. `kueue.x-k8s.io/multikueue`) is left alone.
+pub const MANAGED_BY_US: [&str; 2] = ["kubeflow.org/training-operator", "kubeflow.org/mpi-operator"];
+
+pub fn is_managed_here(run_policy: &crate::api::RunPolicy) -> bool {
+    run_policy
+        .managed_by
+        .as_deref()
+        .is_none_or(|m| MANAGED_BY_US.contains(&m))
+}
+
+fn finish(mut d: Draft<'_>, old: &JobStatus) -> Plan {
+    if d.status != *old {
+        d.plan.status = Some(d.status);
+    }
+    d.plan
+}
+
+pub(crate) fn phase(pod: &Pod) -> &str {
+    pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("")
+}
+
+/// Neither finished nor being deleted.
+pub(crate) fn is_active(pod: &Pod) -> bool {
+    !matches!(phase(pod), "Succeeded" | "Failed") && pod.metadata.deletion_timestamp.is_none()
+}

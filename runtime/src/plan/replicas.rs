@@ -1,0 +1,195 @@
+//! Per replica type: create missing pods and services by index, delete those past the replica
+//! count, replace failed pods the restart policy retries, and count pods by phase.
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
+
+use super::children::{build_pod, build_service};
+use super::{ChildRef, Draft, EventType, JobMetric, PlanError, is_active, phase, reason};
+use crate::api::{ConditionStatus, JobConditionType, ReplicaSpec, ReplicaStatus, RestartPolicy};
+use crate::framework::Framework;
+use crate::labels::{self, REPLICA_INDEX, REPLICA_TYPE};
+
+/// What the status policy needs to know about one role after its pods were reconciled.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(super) struct RoleCounts {
+    pub replicas: i32,
+    pub succeeded_indices: BTreeSet<i32>,
+    /// Failed pods of this role were replaced in this pass.
+    pub restarted: bool,
+}
+
+/// Pods whose replica-type label is `role` (compared lower-case, as Kubeflow labels them).
+pub(super) fn pods_of_role<'a>(pods: &[&'a Pod], role: &str) -> Vec<&'a Pod> {
+    let role = role.to_lowercase();
+    pods.iter()
+        .copied()
+        .filter(|p| p.labels().get(REPLICA_TYPE) == Some(&role))
+        .collect()
+}
+
+fn index_of(obj: &impl ResourceExt) -> Option<i32> {
+    obj.labels().get(REPLICA_INDEX)?.parse().ok()
+}
+
+pub(super) fn reconcile<F: Framework>(
+    framework: &F,
+    job: &F::Job,
+    specs: &BTreeMap<String, ReplicaSpec>,
+    observed: &super::Observed,
+    d: &mut Draft<'_>,
+) -> Result<BTreeMap<String, RoleCounts>, PlanError> {
+    let info = framework.info();
+    let all_pods: Vec<&Pod> = observed.pods.iter().map(AsRef::as_ref).collect();
+    let mut counts = BTreeMap::new();
+    for (role, spec) in specs {
+        let replicas = spec.replicas();
+        let policy = spec.restart_policy.unwrap_or(RestartPolicy::Never);
+        let mut status = ReplicaStatus {
+            selector: Some(labels::selector_string(&role_selector(
+                &info.controller_name,
+                &d.name,
+                role,
+            ))),
+            ..ReplicaStatus::default()
+        };
+        let mut role_counts = RoleCounts {
+            replicas,
+            ..RoleCounts::default()
+        };
+
+        let mut by_index: BTreeMap<i32, Vec<&Pod>> = BTreeMap::new();
+        for pod in pods_of_role(&all_pods, role) {
+            match index_of(pod) {
+                Some(index) if index >= 0 => by_index.entry(index).or_default().push(pod),
+                _ => tracing::warn!(pod = %pod.name_any(), "pod without a valid replica index ignored"),
+            }
+        }
+        let size = by_index.keys().next_back().map_or(0, |max| max + 1).max(replicas);
+        for index in 0..size {
+            match by_index.get(&index).map(Vec::as_slice).unwrap_or_default() {
+                [] if index < replicas => {
+                    let built = build_pod(framework, job, specs, role, index)?;
+                    if built.overrode_restart_policy {
+                        d.event(
+                            EventType::Warning,
+                            "SetPodTemplateRestartPolicy".to_owned(),
+                            "Restart policy in pod template will be overwritten by restart policy in replica spec"
+                                .to_owned(),
+                        );
+                    }
+                    d.plan.create_pods.push(built.pod);
+                }
+                [] => {}
+                [pod] => {
+                    if index >= replicas {
+                        d.plan.delete_pods.push(ChildRef::of(*pod));
+                    }
+                    if phase(pod) == "Failed" {
+                        on_failed_pod(d, pod, role, policy, &info.default_container, &mut role_counts);
+                    }
+                    count(&mut status, &mut role_counts, pod, index);
+                }
+                more => tracing::warn!(
+                    role,
+                    index,
+                    pods = more.len(),
+                    "more than one pod for one replica"
+                ),
+            }
+        }
+
+        if framework.creates_services() {
+            let services: Vec<_> = observed
+                .services
+                .iter()
+                .filter(|s| s.labels().get(REPLICA_TYPE) == Some(&role.to_lowercase()))
+                .collect();
+            let existing: BTreeSet<i32> = services.iter().filter_map(|s| index_of(s.as_ref())).collect();
+            for index in (0..replicas).filter(|i| !existing.contains(i)) {
+                d.plan
+                    .create_services
+                    .push(build_service(info, job, spec, role, index));
+            }
+            for service in services
+                .iter()
+                .filter(|s| index_of(s.as_ref()).is_none_or(|i| i >= replicas))
+            {
+                d.plan.delete_services.push(ChildRef::of(service.as_ref()));
+            }
+        }
+        d.status.replica_statuses.insert(role.clone(), status);
+        counts.insert(role.clone(), role_counts);
+    }
+    Ok(counts)
+}
+
+/// A failed pod is replaced when its role's restart policy retries its exit code; a
+/// non-retryable exit code under the ExitCode policy fails the job at once.
+fn on_failed_pod(
+    d: &mut Draft<'_>,
+    pod: &Pod,
+    role: &str,
+    policy: RestartPolicy,
+    default_container: &str,
+    counts: &mut RoleCounts,
+) {
+    let exit_code = exit_code(pod, default_container);
+    if policy.retries(exit_code) {
+        let already_deleting = d.plan.delete_pods.iter().any(|c| c.name == pod.name_any());
+        if !already_deleting {
+            d.plan.delete_pods.push(ChildRef::of(pod));
+        }
+        counts.restarted = true;
+        let msg = format!("job {} is restarting because {role} replica(s) failed.", d.name);
+        d.event(EventType::Warning, reason(d.kind, "Restarting"), msg.clone());
+        d.condition(
+            JobConditionType::Restarting,
+            ConditionStatus::True,
+            "Restarting",
+            msg,
+        );
+        d.plan.metrics.push(JobMetric::Restarted);
+    } else if policy == RestartPolicy::ExitCode {
+        let msg = format!(
+            "job \"{}\" is failing because \"{role}\" replica(s) failed.",
+            d.name
+        );
+        d.event(EventType::Warning, reason(d.kind, "Failed"), msg.clone());
+        if d.condition(JobConditionType::Failed, ConditionStatus::True, "Failed", msg) {
+            d.status.completion_time.get_or_insert_with(|| d.now.clone());
+            d.plan.metrics.push(JobMetric::Failed);
+        }
+    }
+}
+
+/// The exit code of the default container (else the first) if it terminated.
+fn exit_code(pod: &Pod, default_container: &str) -> Option<i32> {
+    let statuses = pod.status.as_ref()?.container_statuses.as_ref()?;
+    let status = statuses
+        .iter()
+        .find(|s| s.name == default_container)
+        .or(statuses.first())?;
+    Some(status.state.as_ref()?.terminated.as_ref()?.exit_code)
+}
+
+/// Kubeflow's `updateJobReplicaStatuses`: a running pod that is being deleted counts as
+/// failed, so pods lost with their node are not counted active.
+fn count(status: &mut ReplicaStatus, counts: &mut RoleCounts, pod: &Pod, index: i32) {
+    match phase(pod) {
+        "Running" if is_active(pod) => status.active += 1,
+        "Running" | "Failed" => status.failed += 1,
+        "Succeeded" => {
+            status.succeeded += 1;
+            counts.succeeded_indices.insert(index);
+        }
+        _ => {}
+    }
+}
+
+fn role_selector(controller: &str, job: &str, role: &str) -> BTreeMap<String, String> {
+    let mut labels = labels::job_labels(controller, job);
+    labels.insert(REPLICA_TYPE.to_owned(), role.to_lowercase());
+    labels
+}

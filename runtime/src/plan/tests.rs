@@ -1,0 +1,708 @@
+//! Planner tables: the state machine and every job policy, with no cluster.
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use serde_json::json;
+
+use super::*;
+use crate::api::{CleanPodPolicy, JobConditionType as C, RestartPolicy};
+use crate::testing::{TestFramework, TestJob, job, replica};
+
+fn t(secs: i64) -> Time {
+    Time(Timestamp::from_second(1_700_000_000 + secs).unwrap())
+}
+
+fn mw(workers: i32, policy: Option<RestartPolicy>) -> TestJob {
+    job(
+        "ns",
+        "tj",
+        &[
+            ("Master", replica(1, policy)),
+            ("Worker", replica(workers, policy)),
+        ],
+    )
+}
+
+/// A pod of `role`/`index` as the planner would have created it, in `phase`.
+fn pod(job: &TestJob, role: &str, index: i32, phase: &str) -> Arc<Pod> {
+    let specs = crate::defaults::defaulted_specs(&TestFramework::default().info, &job.spec.replica_specs);
+    let mut pod = build_pod(&TestFramework::default(), job, &specs, role, index)
+        .unwrap()
+        .pod;
+    pod.metadata.uid = Some(format!("uid-{role}-{index}"));
+    pod.status = Some(serde_json::from_value(json!({ "phase": phase })).unwrap());
+    Arc::new(pod)
+}
+
+fn with_exit(pod: Arc<Pod>, code: i32, restarts: i32) -> Arc<Pod> {
+    let mut pod = (*pod).clone();
+    let status = pod.status.get_or_insert_default();
+    status.container_statuses = Some(vec![
+        serde_json::from_value(json!({
+            "name": "main", "image": "busybox", "imageID": "", "ready": false, "restartCount": restarts,
+            "state": { "terminated": { "exitCode": code } },
+        }))
+        .unwrap(),
+    ]);
+    Arc::new(pod)
+}
+
+fn with_restarts(pod: Arc<Pod>, restarts: i32) -> Arc<Pod> {
+    let mut pod = (*pod).clone();
+    pod.status.get_or_insert_default().container_statuses = Some(vec![
+        serde_json::from_value(json!({
+            "name": "main", "image": "busybox", "imageID": "", "ready": true, "restartCount": restarts,
+        }))
+        .unwrap(),
+    ]);
+    Arc::new(pod)
+}
+
+fn service(job: &TestJob, role: &str, index: i32) -> Arc<Service> {
+    let specs = crate::defaults::defaulted_specs(&TestFramework::default().info, &job.spec.replica_specs);
+    Arc::new(build_service(
+        &TestFramework::default().info,
+        job,
+        &specs[role],
+        role,
+        index,
+    ))
+}
+
+fn all_children(job: &TestJob, workers: i32, phase: &str) -> Observed {
+    let mut pods = vec![pod(job, "Master", 0, phase)];
+    let mut services = vec![service(job, "Master", 0)];
+    for i in 0..workers {
+        pods.push(pod(job, "Worker", i, phase));
+        services.push(service(job, "Worker", i));
+    }
+    Observed { pods, services }
+}
+
+fn run(job: &TestJob, observed: &Observed, now: i64) -> Plan {
+    plan(&TestFramework::default(), job, observed, &t(now)).unwrap()
+}
+
+/// Runs a plan and stores its status on the job, as the applier would.
+fn step(job: &mut TestJob, observed: &Observed, now: i64) -> Plan {
+    let p = run(job, observed, now);
+    if let Some(status) = &p.status {
+        job.status = Some(status.clone());
+    }
+    p
+}
+
+fn conditions(job: &TestJob) -> Vec<(C, &'static str, String)> {
+    job.status
+        .as_ref()
+        .map(|s| {
+            s.conditions
+                .iter()
+                .map(|c| {
+                    let status = match c.status {
+                        ConditionStatus::True => "True",
+                        ConditionStatus::False => "False",
+                        ConditionStatus::Unknown => "Unknown",
+                    };
+                    (c.type_, status, c.reason.clone())
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn names<T: ResourceExt>(objs: &[T]) -> Vec<String> {
+    let mut names: Vec<String> = objs.iter().map(ResourceExt::name_any).collect();
+    names.sort();
+    names
+}
+
+fn refs(children: &[ChildRef]) -> Vec<&str> {
+    let mut names: Vec<&str> = children.iter().map(|c| c.name.as_str()).collect();
+    names.sort_unstable();
+    names
+}
+
+#[test]
+fn new_job_gets_created_condition_and_all_children() {
+    let mut j = mw(3, None);
+    j.metadata.uid = Some("job-uid".into());
+    let p = step(&mut j, &Observed::default(), 0);
+    assert_eq!(
+        conditions(&j),
+        [(C::Created, "True", "TestJobCreated".to_owned())]
+    );
+    assert_eq!(
+        j.status.as_ref().unwrap().conditions[0].message,
+        "TestJob tj is created."
+    );
+    assert_eq!(p.metrics, [JobMetric::Created]);
+    let expected = ["tj-master-0", "tj-worker-0", "tj-worker-1", "tj-worker-2"];
+    assert_eq!(names(&p.create_pods), expected);
+    assert_eq!(names(&p.create_services), expected);
+
+    let master = p
+        .create_pods
+        .iter()
+        .find(|p| p.name_any() == "tj-master-0")
+        .unwrap();
+    let labels = master.labels();
+    assert_eq!(
+        labels["training.kubeflow.org/operator-name"],
+        "testjob-controller"
+    );
+    assert_eq!(labels["training.kubeflow.org/job-name"], "tj");
+    assert_eq!(labels["training.kubeflow.org/replica-type"], "master");
+    assert_eq!(labels["training.kubeflow.org/replica-index"], "0");
+    assert_eq!(labels["training.kubeflow.org/job-role"], "master");
+    let worker = p
+        .create_pods
+        .iter()
+        .find(|p| p.name_any() == "tj-worker-1")
+        .unwrap();
+    assert!(!worker.labels().contains_key("training.kubeflow.org/job-role"));
+    let owner = &master.owner_references()[0];
+    assert_eq!(
+        (
+            owner.api_version.as_str(),
+            owner.kind.as_str(),
+            owner.name.as_str(),
+            owner.uid.as_str()
+        ),
+        ("test.kfop.dev/v1", "TestJob", "tj", "job-uid")
+    );
+    assert_eq!(
+        (owner.controller, owner.block_owner_deletion),
+        (Some(true), Some(true))
+    );
+    assert_eq!(
+        master.spec.as_ref().unwrap().restart_policy.as_deref(),
+        Some("OnFailure")
+    );
+
+    let svc = p
+        .create_services
+        .iter()
+        .find(|s| s.name_any() == "tj-worker-1")
+        .unwrap();
+    let spec = svc.spec.as_ref().unwrap();
+    assert_eq!(spec.cluster_ip.as_deref(), Some("None"));
+    assert_eq!(
+        spec.selector.as_ref().unwrap()["training.kubeflow.org/replica-index"],
+        "1"
+    );
+    let port = &spec.ports.as_ref().unwrap()[0];
+    assert_eq!((port.name.as_deref(), port.port), (Some("test-port"), 7777));
+}
+
+#[test]
+fn exit_code_policy_creates_never_pods_and_template_policy_is_overridden_with_a_warning() {
+    let mut spec = replica(1, Some(RestartPolicy::ExitCode));
+    spec.template.spec.as_mut().unwrap().restart_policy = Some("Always".into());
+    let j = job("ns", "tj", &[("Worker", spec)]);
+    let p = run(&j, &Observed::default(), 0);
+    assert_eq!(
+        p.create_pods[0].spec.as_ref().unwrap().restart_policy.as_deref(),
+        Some("Never")
+    );
+    assert!(
+        p.events
+            .iter()
+            .any(|e| e.reason == "SetPodTemplateRestartPolicy" && e.type_ == EventType::Warning)
+    );
+}
+
+#[test]
+fn running_pods_make_the_job_running_with_replica_counts() {
+    let mut j = mw(3, None);
+    step(&mut j, &Observed::default(), 0);
+    let p = {
+        let o = all_children(&j, 3, "Running");
+        step(&mut j, &o, 1)
+    };
+    assert!(p.create_pods.is_empty() && p.create_services.is_empty());
+    assert_eq!(
+        conditions(&j),
+        [
+            (C::Created, "True", "TestJobCreated".into()),
+            (C::Running, "True", "TestJobRunning".into())
+        ]
+    );
+    let status = j.status.as_ref().unwrap();
+    assert_eq!(status.replica_statuses["Worker"].active, 3);
+    assert_eq!(status.replica_statuses["Master"].active, 1);
+    assert_eq!(status.start_time, Some(t(0)));
+    assert_eq!(
+        status.replica_statuses["Worker"].selector.as_deref(),
+        Some(
+            "training.kubeflow.org/job-name=tj,training.kubeflow.org/operator-name=testjob-controller,\
+             training.kubeflow.org/replica-type=worker"
+        )
+    );
+    let again = {
+        let o = all_children(&j, 3, "Running");
+        step(&mut j, &o, 2)
+    };
+    assert!(
+        again.status.is_none() && again.events.is_empty(),
+        "a steady job writes and emits nothing"
+    );
+}
+
+#[test]
+fn pending_pods_count_nothing_and_the_job_is_not_running() {
+    let mut j = mw(1, None);
+    {
+        let o = all_children(&j, 1, "Pending");
+        step(&mut j, &o, 0)
+    };
+    assert_eq!(conditions(&j).len(), 1);
+    assert_eq!(j.status.as_ref().unwrap().replica_statuses["Worker"].active, 0);
+}
+
+#[test]
+fn master_success_succeeds_the_job_once() {
+    let mut j = mw(2, None);
+    {
+        let o = all_children(&j, 2, "Running");
+        step(&mut j, &o, 0)
+    };
+    let mut obs = all_children(&j, 2, "Running");
+    obs.pods[0] = pod(&j, "Master", 0, "Succeeded");
+    let p = step(&mut j, &obs, 5);
+    assert_eq!(
+        conditions(&j),
+        [
+            (C::Created, "True", "TestJobCreated".into()),
+            (C::Running, "False", "TestJobRunning".into()),
+            (C::Succeeded, "True", "TestJobSucceeded".into())
+        ]
+    );
+    assert_eq!(j.status.as_ref().unwrap().completion_time, Some(t(5)));
+    assert_eq!(p.metrics, [JobMetric::Succeeded]);
+    assert_eq!(
+        p.events.iter().filter(|e| e.reason == "TestJobSucceeded").count(),
+        1
+    );
+    assert!(p.requeue_after.is_some(), "cleanup follows in the next pass");
+
+    // The next pass: finished. Active replicas are counted as succeeded; nothing is created.
+    let p = step(&mut j, &obs, 6);
+    assert!(p.create_pods.is_empty() && p.metrics.is_empty() && p.events.is_empty());
+    let status = j.status.as_ref().unwrap();
+    assert_eq!(
+        (
+            status.replica_statuses["Worker"].succeeded,
+            status.replica_statuses["Worker"].active
+        ),
+        (2, 0)
+    );
+}
+
+#[test]
+fn clean_pod_policy_on_finished_jobs() {
+    for (policy, deleted_pods, deleted_services) in [
+        (
+            CleanPodPolicy::All,
+            vec!["tj-master-0", "tj-worker-0", "tj-worker-1"],
+            3,
+        ),
+        (CleanPodPolicy::Running, vec!["tj-worker-0", "tj-worker-1"], 2),
+        (CleanPodPolicy::None, vec![], 0),
+    ] {
+        let mut j = mw(2, None);
+        j.spec.run_policy.clean_pod_policy = Some(policy);
+        let mut obs = all_children(&j, 2, "Running");
+        obs.pods[0] = pod(&j, "Master", 0, "Succeeded");
+        step(&mut j, &obs, 0);
+        assert!(j.status.as_ref().unwrap().is(C::Succeeded));
+        let p = step(&mut j, &obs, 1);
+        assert_eq!(refs(&p.delete_pods), deleted_pods, "{policy:?}");
+        assert_eq!(p.delete_services.len(), deleted_services, "{policy:?}");
+        assert!(
+            p.delete_pods.iter().all(|c| c.uid.is_some()),
+            "deletes carry a UID precondition"
+        );
+    }
+}
+
+#[test]
+fn failed_pod_with_on_failure_is_replaced_and_the_job_restarts() {
+    let mut j = mw(2, Some(RestartPolicy::OnFailure));
+    {
+        let o = all_children(&j, 2, "Running");
+        step(&mut j, &o, 0)
+    };
+    let mut obs = all_children(&j, 2, "Running");
+    obs.pods[2] = with_exit(pod(&j, "Worker", 1, "Failed"), 1, 0);
+    let p = step(&mut j, &obs, 1);
+    assert_eq!(refs(&p.delete_pods), ["tj-worker-1"]);
+    assert_eq!(p.metrics, [JobMetric::Restarted]);
+    assert_eq!(
+        conditions(&j)[1],
+        (C::Restarting, "True", "TestJobRestarting".into())
+    );
+    assert_eq!(
+        j.status.as_ref().unwrap().conditions[1].message,
+        "job tj is restarting because Worker replica(s) failed."
+    );
+    // The replacement runs: Running replaces Restarting.
+    let p = {
+        let o = all_children(&j, 2, "Running");
+        step(&mut j, &o, 2)
+    };
+    assert!(p.metrics.is_empty());
+    assert_eq!(conditions(&j)[1], (C::Running, "True", "TestJobRunning".into()));
+}
+
+#[test]
+fn exit_code_policy_retries_signals_and_fails_on_application_errors() {
+    let mut j = mw(1, Some(RestartPolicy::ExitCode));
+    {
+        let o = all_children(&j, 1, "Running");
+        step(&mut j, &o, 0)
+    };
+
+    let mut killed = all_children(&j, 1, "Running");
+    killed.pods[1] = with_exit(pod(&j, "Worker", 0, "Failed"), 137, 0);
+    let p = run(&j, &killed, 1);
+    assert_eq!(refs(&p.delete_pods), ["tj-worker-0"]);
+    assert!(!p.status.as_ref().unwrap().is(C::Failed));
+
+    let mut crashed = all_children(&j, 1, "Running");
+    crashed.pods[1] = with_exit(pod(&j, "Worker", 0, "Failed"), 1, 0);
+    let p = step(&mut j, &crashed, 1);
+    assert!(p.delete_pods.is_empty());
+    let failed = j.status.as_ref().unwrap().condition(C::Failed).unwrap().clone();
+    assert_eq!(failed.reason, "TestJobFailed");
+    assert_eq!(
+        failed.message,
+        "job \"tj\" is failing because \"Worker\" replica(s) failed."
+    );
+    assert_eq!(p.metrics, [JobMetric::Failed]);
+}
+
+#[test]
+fn failed_pod_with_never_fails_the_job() {
+    let mut j = mw(2, Some(RestartPolicy::Never));
+    let mut obs = all_children(&j, 2, "Running");
+    obs.pods[1] = with_exit(pod(&j, "Worker", 0, "Failed"), 2, 0);
+    let p = step(&mut j, &obs, 0);
+    assert!(p.delete_pods.is_empty());
+    let status = j.status.as_ref().unwrap();
+    assert_eq!(
+        status.condition(C::Failed).unwrap().message,
+        "TestJob tj is failed because 1 Worker replica(s) failed."
+    );
+    assert_eq!(status.replica_statuses["Worker"].failed, 1);
+    // Failed is final: later passes create nothing, whatever the pods do.
+    let p = step(&mut j, &Observed::default(), 1);
+    assert!(p.create_pods.is_empty() && p.create_services.is_empty());
+}
+
+#[test]
+fn backoff_limit_fails_the_job_and_honours_clean_pod_policy() {
+    let mut j = mw(4, Some(RestartPolicy::OnFailure));
+    j.spec.run_policy.backoff_limit = Some(4);
+    {
+        let o = all_children(&j, 4, "Running");
+        step(&mut j, &o, 0)
+    };
+    let mut obs = all_children(&j, 4, "Running");
+    for p in obs.pods.iter_mut().skip(1) {
+        *p = with_restarts(p.clone(), 1);
+    }
+    let p = step(&mut j, &obs, 1);
+    let status = j.status.as_ref().unwrap();
+    assert_eq!(
+        status.condition(C::Failed).unwrap().message,
+        "Job tj has failed because it has reached the specified backoff limit"
+    );
+    assert_eq!(status.completion_time, Some(t(1)));
+    assert!(
+        p.delete_pods.is_empty(),
+        "cleanPodPolicy None keeps the pods (Kubeflow deletes them, #3419)"
+    );
+
+    let mut j = mw(4, Some(RestartPolicy::OnFailure));
+    j.spec.run_policy.backoff_limit = Some(4);
+    j.spec.run_policy.clean_pod_policy = Some(CleanPodPolicy::All);
+    let p = step(&mut j, &obs, 1);
+    assert_eq!(p.delete_pods.len(), 5);
+    assert_eq!(p.delete_services.len(), 5);
+}
+
+#[test]
+fn backoff_limit_not_reached() {
+    let mut j = mw(4, Some(RestartPolicy::OnFailure));
+    j.spec.run_policy.backoff_limit = Some(5);
+    let mut obs = all_children(&j, 4, "Running");
+    for p in obs.pods.iter_mut().skip(1) {
+        *p = with_restarts(p.clone(), 1);
+    }
+    step(&mut j, &obs, 0);
+    assert!(!j.status.as_ref().unwrap().is(C::Failed));
+}
+
+#[test]
+fn active_deadline_fails_the_job_and_is_requeued_until_then() {
+    let mut j = mw(1, None);
+    j.spec.run_policy.active_deadline_seconds = Some(60);
+    let p = {
+        let o = all_children(&j, 1, "Running");
+        step(&mut j, &o, 0)
+    };
+    assert_eq!(
+        p.requeue_after,
+        Some(Duration::from_secs(60)),
+        "a timed requeue, not another event, fires it"
+    );
+    let p = {
+        let o = all_children(&j, 1, "Running");
+        step(&mut j, &o, 45)
+    };
+    assert_eq!(p.requeue_after, Some(Duration::from_secs(15)));
+    let p = {
+        let o = all_children(&j, 1, "Running");
+        step(&mut j, &o, 60)
+    };
+    let status = j.status.as_ref().unwrap();
+    assert_eq!(
+        status.condition(C::Failed).unwrap().message,
+        "Job tj has failed because it was active longer than specified deadline"
+    );
+    assert!(
+        p.events
+            .iter()
+            .any(|e| e.reason == "TestJobFailed" && e.type_ == EventType::Warning)
+    );
+    assert_eq!(p.metrics, [JobMetric::Failed]);
+}
+
+#[test]
+fn ttl_requeues_then_deletes_the_job() {
+    let mut j = mw(1, None);
+    j.spec.run_policy.ttl_seconds_after_finished = Some(3);
+    let mut obs = all_children(&j, 1, "Running");
+    obs.pods[0] = pod(&j, "Master", 0, "Succeeded");
+    step(&mut j, &obs, 0);
+    let p = step(&mut j, &obs, 1);
+    assert_eq!(
+        (p.requeue_after, p.delete_job),
+        (Some(Duration::from_secs(2)), false)
+    );
+    let p = step(&mut j, &obs, 3);
+    assert!(p.delete_job);
+}
+
+#[test]
+fn created_suspended_has_no_pods_and_exactly_created_and_suspended() {
+    let mut j = mw(2, None);
+    j.spec.run_policy.suspend = Some(true);
+    let p = step(&mut j, &Observed::default(), 0);
+    assert!(p.create_pods.is_empty() && p.create_services.is_empty());
+    assert_eq!(
+        conditions(&j),
+        [
+            (C::Created, "True", "TestJobCreated".into()),
+            (C::Suspended, "True", "TestJobSuspended".into())
+        ]
+    );
+    let status = j.status.as_ref().unwrap();
+    assert_eq!(status.conditions[1].message, "TestJob tj is suspended.");
+    assert!(status.start_time.is_none());
+    let again = step(&mut j, &Observed::default(), 1);
+    assert!(
+        again.events.is_empty() && again.status.is_none(),
+        "no event on every reconcile"
+    );
+}
+
+#[test]
+fn suspend_then_resume() {
+    let mut j = mw(2, None);
+    {
+        let o = all_children(&j, 2, "Running");
+        step(&mut j, &o, 0)
+    };
+    j.spec.run_policy.suspend = Some(true);
+    let p = {
+        let o = all_children(&j, 2, "Running");
+        step(&mut j, &o, 10)
+    };
+    assert_eq!(p.delete_pods.len(), 3);
+    assert_eq!(p.delete_services.len(), 3);
+    assert_eq!(
+        conditions(&j),
+        [
+            (C::Created, "True", "TestJobCreated".into()),
+            (C::Running, "False", "TestJobSuspended".into()),
+            (C::Suspended, "True", "TestJobSuspended".into())
+        ]
+    );
+    let status = j.status.as_ref().unwrap();
+    assert_eq!(status.start_time, Some(t(0)), "startTime is kept while suspended");
+    assert!(status.replica_statuses.values().all(|r| r.active == 0));
+
+    j.spec.run_policy.suspend = Some(false);
+    let p = step(&mut j, &Observed::default(), 20);
+    assert_eq!(p.create_pods.len(), 3);
+    assert_eq!(
+        j.status.as_ref().unwrap().start_time,
+        Some(t(20)),
+        "startTime restarts on resume"
+    );
+    assert!(p.events.iter().any(|e| e.reason == "TestJobResumed"));
+    {
+        let o = all_children(&j, 2, "Running");
+        step(&mut j, &o, 21)
+    };
+    assert_eq!(
+        conditions(&j),
+        [
+            (C::Created, "True", "TestJobCreated".into()),
+            (C::Suspended, "False", "TestJobResumed".into()),
+            (C::Running, "True", "TestJobRunning".into())
+        ]
+    );
+}
+
+#[test]
+fn scale_down_and_up_by_index() {
+    let mut j = mw(3, None);
+    {
+        let o = all_children(&j, 3, "Running");
+        step(&mut j, &o, 0)
+    };
+    j.spec.replica_specs.get_mut("Worker").unwrap().replicas = Some(2);
+    let p = {
+        let o = all_children(&j, 3, "Running");
+        step(&mut j, &o, 1)
+    };
+    assert_eq!(refs(&p.delete_pods), ["tj-worker-2"]);
+    assert_eq!(refs(&p.delete_services), ["tj-worker-2"]);
+    assert!(p.create_pods.is_empty());
+
+    j.spec.replica_specs.get_mut("Worker").unwrap().replicas = Some(4);
+    let p = {
+        let o = all_children(&j, 2, "Running");
+        step(&mut j, &o, 2)
+    };
+    assert_eq!(names(&p.create_pods), ["tj-worker-2", "tj-worker-3"]);
+    assert_eq!(names(&p.create_services), ["tj-worker-2", "tj-worker-3"]);
+    assert!(p.delete_pods.is_empty());
+}
+
+#[test]
+fn jobs_managed_elsewhere_or_being_deleted_are_left_alone() {
+    let mut j = mw(1, None);
+    j.spec.run_policy.managed_by = Some("kueue.x-k8s.io/multikueue".into());
+    let p = run(&j, &Observed::default(), 0);
+    assert!(p.create_pods.is_empty() && p.status.is_none());
+
+    j.spec.run_policy.managed_by = Some("kubeflow.org/training-operator".into());
+    assert_eq!(run(&j, &Observed::default(), 0).create_pods.len(), 2);
+
+    let mut j = mw(1, None);
+    j.metadata.deletion_timestamp = Some(t(0));
+    let p = run(&j, &Observed::default(), 0);
+    assert!(p.create_pods.is_empty() && p.status.is_none());
+}
+
+#[test]
+fn worker_only_job_succeeds_when_all_workers_succeed() {
+    let mut j = job("ns", "w", &[("Worker", replica(2, None))]);
+    let succeeded = |j: &TestJob, n: i32| Observed {
+        pods: (0..2)
+            .map(|i| pod(j, "Worker", i, if i < n { "Succeeded" } else { "Running" }))
+            .collect(),
+        services: vec![],
+    };
+    let o = succeeded(&j, 1);
+    step(&mut j, &o, 0);
+    assert!(!j.status.as_ref().unwrap().is(C::Succeeded));
+    assert!(j.status.as_ref().unwrap().is(C::Running));
+    let o = succeeded(&j, 2);
+    step(&mut j, &o, 1);
+    assert!(j.status.as_ref().unwrap().is(C::Succeeded));
+}
+
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn phase() -> impl Strategy<Value = &'static str> {
+        prop_oneof![
+            Just("Pending"),
+            Just("Running"),
+            Just("Succeeded"),
+            Just("Failed")
+        ]
+    }
+
+    proptest! {
+        /// Whatever the caches show, a plan never creates a pod whose (role, index) already has a
+        /// pod that is not being deleted, never creates two for one (role, index), and never
+        /// creates past the replica count.
+        #[test]
+        fn never_two_pods_for_one_replica(
+            workers in 0..5i32,
+            seen in proptest::collection::vec((0..6i32, phase(), any::<bool>()), 0..8),
+            policy in prop_oneof![Just(RestartPolicy::OnFailure), Just(RestartPolicy::Never), Just(RestartPolicy::ExitCode)],
+            suspended in any::<bool>(),
+        ) {
+            let mut j = mw(workers, Some(policy));
+            j.spec.run_policy.suspend = Some(suspended);
+            let mut observed = Observed::default();
+            for (index, phase, killed) in &seen {
+                let p = pod(&j, "Worker", *index, phase);
+                observed.pods.push(if *killed && *phase == "Failed" { with_exit(p, 137, 0) } else { p });
+            }
+            let p = run(&j, &observed, 0);
+            let created = names(&p.create_pods);
+            let mut unique = created.clone();
+            unique.dedup();
+            prop_assert_eq!(&unique, &created);
+            let deleted: Vec<&str> = refs(&p.delete_pods);
+            for name in &created {
+                let present = observed.pods.iter().any(|o| &o.name_any() == name && !deleted.contains(&name.as_str()));
+                prop_assert!(!present, "{} created while it exists", name);
+                let index: i32 = name.rsplit('-').next().unwrap().parse().unwrap();
+                let role = if name.contains("master") { "Master" } else { "Worker" };
+                prop_assert!(index < j.spec.replica_specs[role].replicas(), "{} past the replica count", name);
+            }
+            if suspended {
+                prop_assert!(created.is_empty());
+            }
+        }
+
+        /// A finished job creates nothing, ever.
+        #[test]
+        fn finished_jobs_are_never_resurrected(
+            workers in 0..4i32,
+            seen in proptest::collection::vec((0..4i32, phase()), 0..6),
+            succeeded in any::<bool>(),
+            suspended in any::<bool>(),
+        ) {
+            let mut j = mw(workers, None);
+            j.spec.run_policy.suspend = Some(suspended);
+            let mut status = crate::api::JobStatus::default();
+            let (type_, base) = if succeeded { (C::Succeeded, "Succeeded") } else { (C::Failed, "Failed") };
+            set_condition(&mut status, type_, ConditionStatus::True, reason("TestJob", base), String::new(), &t(0));
+            j.status = Some(status);
+            let observed = Observed {
+                pods: seen.iter().map(|(i, ph)| pod(&j, "Worker", *i, ph)).collect(),
+                services: vec![],
+            };
+            let p = run(&j, &observed, 1);
+            prop_assert!(p.create_pods.is_empty() && p.create_services.is_empty());
+            let after = p.status.unwrap_or_else(|| j.status.clone().unwrap());
+            prop_assert!(after.is(type_));
+        }
+    }
+}

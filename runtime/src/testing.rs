@@ -1,0 +1,95 @@
+//! A minimal framework for tests: `TestJob` (group `test.kfop.dev`) with a master role `Master`
+//! and a `Worker` role, container `main`, port `test-port`/7777.
+use std::collections::BTreeMap;
+
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::api::{JobStatus, ReplicaSpec, RestartPolicy, RunPolicy};
+use crate::framework::{Framework, FrameworkInfo, Role, TrainingJob};
+
+#[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "test.kfop.dev",
+    version = "v1",
+    kind = "TestJob",
+    namespaced,
+    status = "JobStatus"
+)]
+#[serde(rename_all = "camelCase")]
+pub struct TestJobSpec {
+    #[serde(default)]
+    pub run_policy: RunPolicy,
+    #[serde(default)]
+    pub replica_specs: BTreeMap<String, ReplicaSpec>,
+}
+
+impl TrainingJob for TestJob {
+    fn replica_specs(&self) -> &BTreeMap<String, ReplicaSpec> {
+        &self.spec.replica_specs
+    }
+
+    fn run_policy(&self) -> &RunPolicy {
+        &self.spec.run_policy
+    }
+
+    fn status(&self) -> Option<&JobStatus> {
+        self.status.as_ref()
+    }
+}
+
+/// The test framework; `info` is public so tests can vary roles and defaults.
+#[derive(Debug, Clone)]
+pub struct TestFramework {
+    pub info: FrameworkInfo,
+}
+
+impl Default for TestFramework {
+    fn default() -> Self {
+        Self {
+            info: FrameworkInfo {
+                controller_name: "testjob-controller".to_owned(),
+                framework_name: "test".to_owned(),
+                default_container: "main".to_owned(),
+                default_port_name: "test-port".to_owned(),
+                default_port: 7777,
+                roles: vec![
+                    Role::new("Master", RestartPolicy::OnFailure).master(),
+                    Role::new("Worker", RestartPolicy::OnFailure),
+                ],
+            },
+        }
+    }
+}
+
+impl Framework for TestFramework {
+    type Job = TestJob;
+
+    fn info(&self) -> &FrameworkInfo {
+        &self.info
+    }
+}
+
+/// A replica spec with `replicas` copies of a one-container pod named `main`.
+pub fn replica(replicas: i32, restart_policy: Option<RestartPolicy>) -> ReplicaSpec {
+    let template = serde_json::json!({ "spec": { "containers": [{ "name": "main", "image": "busybox" }] } });
+    ReplicaSpec {
+        replicas: Some(replicas),
+        template: serde_json::from_value(template).unwrap_or_default(),
+        restart_policy,
+    }
+}
+
+/// A `TestJob` with the given roles, named `name` in namespace `ns`.
+pub fn job(ns: &str, name: &str, roles: &[(&str, ReplicaSpec)]) -> TestJob {
+    let mut job = TestJob::new(
+        name,
+        TestJobSpec {
+            run_policy: RunPolicy::default(),
+            replica_specs: roles.iter().map(|(r, s)| ((*r).to_owned(), s.clone())).collect(),
+        },
+    );
+    job.metadata.namespace = Some(ns.to_owned());
+    job
+}
