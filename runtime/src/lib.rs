@@ -7,9 +7,12 @@
 //! It re-exports `kube`, `k8s_openapi` and `schemars` so an operator needs this one dependency.
 
 pub mod api;
+pub mod controller;
 pub mod defaults;
+mod error;
 pub mod framework;
 pub mod labels;
+pub mod manager;
 pub mod metrics;
 pub mod plan;
 pub mod policy;
@@ -17,6 +20,7 @@ pub mod server;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
+pub use error::{Error, Result};
 pub use framework::{Framework, FrameworkError, FrameworkInfo, PodContext, Role, TrainingJob};
 pub use k8s_openapi;
 pub use kube;

@@ -1,0 +1,279 @@
+//! Carrying out a plan: thin and idempotent. A create that finds the object (409) and a delete
+//! that finds nothing (404) or a newer object (409 on the UID precondition) are successes.
+use futures::{StreamExt, stream};
+use k8s_openapi::api::core::v1::{Pod, Service};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::runtime::events::{Event, EventType as KubeEventType};
+use kube::{Resource, ResourceExt};
+use serde_json::json;
+
+use super::Context;
+use crate::error::{Error, Result};
+use crate::framework::{Framework, TrainingJob};
+use crate::plan::{ChildRef, EventType, JobEvent, JobMetric, Plan};
+
+/// Applies `plan` to `job`. Children first (in parallel), then the status, then events and
+/// metrics; the first error is returned after everything else was attempted.
+pub async fn apply<F: Framework>(ctx: &Context<F>, job: &F::Job, plan: Plan) -> Result<()> {
+    let ns = job.namespace().unwrap_or_default();
+    let uid = job.uid().unwrap_or_default();
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
+    let services: Api<Service> = Api::namespaced(ctx.client.clone(), &ns);
+    let mut first_error: Option<Error> = None;
+    let mut events: Vec<JobEvent> = Vec::new();
+
+    let deletes: Vec<_> = plan
+        .delete_pods
+        .iter()
+        .map(|c| (c.clone(), POD))
+        .chain(plan.delete_services.iter().map(|c| (c.clone(), SERVICE)))
+        .map(|(child, kind): (ChildRef, &'static str)| {
+            let (pods, services) = (pods.clone(), services.clone());
+            async move {
+                let result = match kind {
+                    POD => delete(&pods, &child).await,
+                    _ => delete(&services, &child).await,
+                };
+                (child, kind, result)
+            }
+        })
+        .collect();
+    let results: Vec<_> = stream::iter(deletes)
+        .buffer_unordered(ctx.config.parallelism)
+        .collect()
+        .await;
+    for (child, kind, result) in results {
+        let (ok, failed) = if kind == POD {
+            ("SuccessfulDeletePod", "FailedDeletePod")
+        } else {
+            ("SuccessfulDeleteService", "FailedDeleteService")
+        };
+        match result {
+            Ok(deleted) => {
+                if let Some(child_uid) = &child.uid {
+                    ctx.deleted.insert(&uid, child_uid.clone());
+                }
+                if deleted {
+                    events.push(child_event(
+                        EventType::Normal,
+                        ok,
+                        format!("Deleted {kind}: {}", child.name),
+                    ));
+                }
+            }
+            Err(source) => {
+                events.push(child_event(
+                    EventType::Warning,
+                    failed,
+                    format!("Error deleting: {source}"),
+                ));
+                first_error.get_or_insert(Error::Kube {
+                    action: "deleting",
+                    kind,
+                    name: child.name.clone(),
+                    source,
+                });
+            }
+        }
+    }
+
+    let creates: Vec<_> = plan
+        .create_pods
+        .iter()
+        .map(|p| Child::Pod(Box::new(p.clone())))
+        .chain(
+            plan.create_services
+                .iter()
+                .map(|s| Child::Service(Box::new(s.clone()))),
+        )
+        .map(|child| {
+            let (pods, services) = (pods.clone(), services.clone());
+            async move {
+                let result = match &child {
+                    Child::Pod(pod) => create(&pods, pod).await,
+                    Child::Service(svc) => create(&services, svc).await,
+                };
+                (child, result)
+            }
+        })
+        .collect();
+    let results: Vec<_> = stream::iter(creates)
+        .buffer_unordered(ctx.config.parallelism)
+        .collect()
+        .await;
+    for (child, result) in results {
+        let (kind, name, ok, failed) = match &child {
+            Child::Pod(p) => ("pod", p.name_any(), "SuccessfulCreatePod", "FailedCreatePod"),
+            Child::Service(s) => (
+                "service",
+                s.name_any(),
+                "SuccessfulCreateService",
+                "FailedCreateService",
+            ),
+        };
+        match result {
+            Ok(true) => events.push(child_event(
+                EventType::Normal,
+                ok,
+                format!("Created {kind}: {name}"),
+            )),
+            Ok(false) => {}
+            Err(source) => {
+                events.push(child_event(
+                    EventType::Warning,
+                    failed,
+                    format!("Error creating: {source}"),
+                ));
+                first_error.get_or_insert(Error::Kube {
+                    action: "creating",
+                    kind,
+                    name,
+                    source,
+                });
+            }
+        }
+    }
+
+    let mut status_stored = true;
+    if let Some(status) = &plan.status {
+        let jobs: Api<F::Job> = Api::namespaced(ctx.client.clone(), &ns);
+        let patch = json!({ "status": status });
+        match jobs
+            .patch_status(&job.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(updated) => ctx.written.record(&uid, updated.resource_version().as_deref()),
+            Err(source) => {
+                status_stored = false;
+                first_error.get_or_insert(Error::Kube {
+                    action: "patching the status of",
+                    kind: "job",
+                    name: job.name_any(),
+                    source,
+                });
+            }
+        }
+    }
+
+    if plan.delete_job {
+        let jobs: Api<F::Job> = Api::namespaced(ctx.client.clone(), &ns);
+        let deleted = match jobs.delete(&job.name_any(), &DeleteParams::background()).await {
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+            other => other.map(|_| ()),
+        };
+        match deleted {
+            Ok(()) => {
+                ctx.metrics.job_deleted(&ns, &ctx.framework.info().framework_name);
+                events.push(child_event(
+                    EventType::Normal,
+                    "SuccessfulDeleteJob",
+                    format!("Deleted job: {}", job.name_any()),
+                ));
+            }
+            Err(source) => {
+                events.push(child_event(
+                    EventType::Warning,
+                    "FailedDeleteJob",
+                    format!("Error deleting: {source}"),
+                ));
+                first_error.get_or_insert(Error::Kube {
+                    action: "deleting",
+                    kind: "job",
+                    name: job.name_any(),
+                    source,
+                });
+            }
+        }
+    }
+
+    // Job-level events and metrics only once the status that carries the transition is stored,
+    // so a failed write does not count a transition that did not happen.
+    if status_stored {
+        let framework = &ctx.framework.info().framework_name;
+        for metric in &plan.metrics {
+            match metric {
+                JobMetric::Created => ctx.metrics.job_created(&ns, framework),
+                JobMetric::Succeeded => ctx.metrics.job_succeeded(&ns, framework),
+                JobMetric::Failed => ctx.metrics.job_failed(&ns, framework),
+                JobMetric::Restarted => ctx.metrics.job_restarted(&ns, framework),
+            }
+        }
+        events.extend(plan.events);
+    }
+    publish(ctx, job, events).await;
+    first_error.map_or(Ok(()), Err)
+}
+
+const POD: &str = "pod";
+const SERVICE: &str = "service";
+
+enum Child {
+    Pod(Box<Pod>),
+    Service(Box<Service>),
+}
+
+fn child_event(type_: EventType, reason: &str, message: String) -> JobEvent {
+    JobEvent {
+        type_,
+        reason: reason.to_owned(),
+        message,
+    }
+}
+
+/// Creates `obj`; `Ok(false)` when it already exists.
+async fn create<K>(api: &Api<K>, obj: &K) -> Result<bool, kube::Error>
+where
+    K: Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match api.create(&PostParams::default(), obj).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(e)) if e.code == 409 => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Deletes the child if it is still the object with its UID; `Ok(false)` when already gone.
+async fn delete<K>(api: &Api<K>, child: &ChildRef) -> Result<bool, kube::Error>
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let params = DeleteParams {
+        preconditions: child.uid.clone().map(|uid| Preconditions {
+            uid: Some(uid),
+            resource_version: None,
+        }),
+        ..DeleteParams::background()
+    };
+    match api.delete(&child.name, &params).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+async fn publish<J: TrainingJob>(ctx: &Context<impl Framework<Job = J>>, job: &J, events: Vec<JobEvent>) {
+    if events.is_empty() {
+        return;
+    }
+    let reference = job.object_ref(&());
+    for event in events {
+        let is_child_event = event.reason.starts_with("Successful");
+        if is_child_event && !ctx.config.child_events {
+            continue;
+        }
+        let type_ = match event.type_ {
+            EventType::Normal => KubeEventType::Normal,
+            EventType::Warning => KubeEventType::Warning,
+        };
+        let ev = Event {
+            type_,
+            action: event.reason.clone(),
+            reason: event.reason,
+            note: Some(event.message),
+            secondary: None,
+        };
+        if let Err(e) = ctx.recorder.publish(&ev, &reference).await {
+            tracing::warn!(job = %job.name_any(), error = %e, "could not publish event");
+        }
+    }
+}

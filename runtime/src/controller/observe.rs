@@ -1,0 +1,86 @@
+//! What a job's reconcile sees: its pods and services from the shared caches, minus the ones
+//! this process already deleted (the cache may not show the deletion yet).
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::Resource;
+use kube::runtime::reflector::Store;
+
+use crate::plan::Observed;
+
+/// How long a deleted child is hidden if its deletion never shows up in the cache.
+const FORGET_AFTER: Duration = Duration::from_secs(300);
+
+/// Per job, the UIDs of children this process deleted, so a stale cache cannot make the planner
+/// act on them twice (a second restart event, a double-counted metric).
+#[derive(Debug, Default)]
+pub struct Deleted {
+    by_job: Mutex<HashMap<String, HashMap<String, Instant>>>,
+}
+
+impl Deleted {
+    pub fn insert(&self, job_uid: &str, child_uid: String) {
+        if let Ok(mut by_job) = self.by_job.lock() {
+            by_job
+                .entry(job_uid.to_owned())
+                .or_default()
+                .insert(child_uid, Instant::now());
+        }
+    }
+
+    /// Forgets a job (it was deleted).
+    pub fn forget(&self, job_uid: &str) {
+        if let Ok(mut by_job) = self.by_job.lock() {
+            by_job.remove(job_uid);
+        }
+    }
+}
+
+/// The children the job with `uid` controls, as the caches show them.
+pub fn observe(uid: &str, pods: &Store<Pod>, services: &Store<Service>, deleted: &Deleted) -> Observed {
+    let controlled = |meta: &ObjectMeta| {
+        meta.owner_references
+            .iter()
+            .flatten()
+            .any(|o| o.controller == Some(true) && o.uid == uid)
+    };
+    let mut observed = Observed {
+        pods: pods
+            .state()
+            .into_iter()
+            .filter(|p| controlled(p.meta()))
+            .collect(),
+        services: services
+            .state()
+            .into_iter()
+            .filter(|s| controlled(s.meta()))
+            .collect(),
+    };
+    let Ok(mut by_job) = deleted.by_job.lock() else {
+        return observed;
+    };
+    let Some(hidden) = by_job.get_mut(uid) else {
+        return observed;
+    };
+    let cached = |child: &str| {
+        observed
+            .pods
+            .iter()
+            .any(|p| p.metadata.uid.as_deref() == Some(child))
+            || observed
+                .services
+                .iter()
+                .any(|s| s.metadata.uid.as_deref() == Some(child))
+    };
+    hidden.retain(|child, at| at.elapsed() < FORGET_AFTER && cached(child));
+    let visible = |meta: &ObjectMeta| meta.uid.as_ref().is_none_or(|u| !hidden.contains_key(u));
+    observed.pods.retain(|p| visible(&p.metadata));
+    observed.services.retain(|s| visible(&s.metadata));
+    if hidden.is_empty() {
+        by_job.remove(uid);
+    }
+    observed
+}

@@ -1,0 +1,47 @@
+use crate::plan::PlanError;
+
+/// Errors of the reconcile loop and the manager. Each names the object and what was being done.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("planning {job}: {source}")]
+    Plan { job: String, source: PlanError },
+
+    #[error("{action} {kind} {name}: {source}")]
+    Kube {
+        action: &'static str,
+        kind: &'static str,
+        name: String,
+        source: kube::Error,
+    },
+
+    #[error(
+        "the {kind} API is not served ({source}); install its CustomResourceDefinition first \
+         (`kubectl apply --server-side -f <crd.yaml>`)"
+    )]
+    CrdMissing { kind: String, source: kube::Error },
+
+    #[error("metrics and health server: {0}")]
+    Server(#[from] crate::server::ServerError),
+
+    #[error("the shared watches cannot be subscribed to by {0} (store not created shared)")]
+    SharedWatch(String),
+
+    #[error("leader election: {0}")]
+    LeaderElection(String),
+}
+
+impl Error {
+    /// A short stable label for the error metric.
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            Self::Plan { .. } => "plan",
+            Self::Kube { .. } => "kube",
+            Self::CrdMissing { .. } => "crd_missing",
+            Self::Server(_) => "server",
+            Self::SharedWatch(_) => "shared_watch",
+            Self::LeaderElection(_) => "leader_election",
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,242 @@
+//! The manager: many frameworks' controllers in one process with one client, one shared pod watch
+//! and one shared service watch, a metrics and health endpoint, and optional leader election.
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
+use k8s_openapi::api::core::v1::{Pod, Service};
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::reflector::{self, ReflectHandle, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client};
+use kube_lease_manager::LeaseManagerBuilder;
+use tokio::sync::watch;
+
+use crate::controller::{self, Context, ControllerConfig, Deleted, Written};
+use crate::error::{Error, Result};
+use crate::framework::Framework;
+use crate::labels::OPERATOR_NAME;
+use crate::metrics::Metrics;
+
+/// Leader election through a coordination.k8s.io Lease.
+#[derive(Debug, Clone)]
+pub struct LeaderElection {
+    pub lease_name: String,
+    pub namespace: String,
+    /// This replica's identity (the pod name in a Deployment).
+    pub identity: String,
+}
+
+/// How the manager runs.
+#[derive(Debug, Clone, Default)]
+pub struct ManagerConfig {
+    pub controller: ControllerConfig,
+    /// Where `/metrics`, `/healthz` and `/readyz` are served; none when unset.
+    pub metrics_addr: Option<SocketAddr>,
+    pub leader_election: Option<LeaderElection>,
+    /// Event reporter name (`reportingController`).
+    pub reporter: String,
+}
+
+/// Events the shared watches buffer per subscriber before the watch waits for the slowest one.
+const SHARED_BUFFER: usize = 1024;
+
+type Start = Box<
+    dyn FnOnce(Shared, ReflectHandle<Pod>, ReflectHandle<Service>) -> BoxFuture<'static, Result<()>> + Send,
+>;
+
+/// What every registered framework gets from the manager.
+#[derive(Clone)]
+struct Shared {
+    client: Client,
+    config: ControllerConfig,
+    metrics: Arc<Metrics>,
+    recorder: Recorder,
+    pods: Store<Pod>,
+    services: Store<Service>,
+    shutdown: watch::Receiver<bool>,
+}
+
+/// Runs registered frameworks until shutdown.
+pub struct Manager {
+    client: Client,
+    config: ManagerConfig,
+    metrics: Arc<Metrics>,
+    frameworks: Vec<(String, Start)>,
+}
+
+impl std::fmt::Debug for Manager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.frameworks.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("Manager")
+            .field("config", &self.config)
+            .field("frameworks", &names)
+            .finish()
+    }
+}
+
+impl Manager {
+    pub fn new(client: Client, config: ManagerConfig) -> Self {
+        Self {
+            client,
+            config,
+            metrics: Arc::new(Metrics::new()),
+            frameworks: Vec::new(),
+        }
+    }
+
+    /// The metrics every controller records into (served at `/metrics`).
+    pub fn metrics(&self) -> Arc<Metrics> {
+        self.metrics.clone()
+    }
+
+    /// Adds a framework's controller.
+    #[must_use]
+    pub fn register<F: Framework>(mut self, framework: F) -> Self {
+        let name = framework.info().controller_name.clone();
+        let start: Start = Box::new(move |shared: Shared, pod_events, service_events| {
+            async move {
+                let ctx = Arc::new(Context {
+                    client: shared.client,
+                    framework: Arc::new(framework),
+                    config: shared.config,
+                    metrics: shared.metrics,
+                    recorder: shared.recorder,
+                    pods: shared.pods,
+                    services: shared.services,
+                    deleted: Deleted::default(),
+                    written: Written::default(),
+                });
+                let mut shutdown = shared.shutdown;
+                let stop = async move {
+                    let _ = shutdown.wait_for(|stop| *stop).await;
+                };
+                controller::run(ctx, pod_events, service_events, stop).await
+            }
+            .boxed()
+        });
+        self.frameworks.push((name, start));
+        self
+    }
+
+    /// Runs until `shutdown` resolves (then stops gracefully) or a controller fails.
+    pub async fn run(self, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> Result<()> {
+        let (ready_tx, ready_rx) = watch::channel(false);
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let server = match self.config.metrics_addr {
+            Some(addr) => {
+                let listener = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .map_err(|e| Error::Server(crate::server::ServerError::Serve { addr, source: e }))?;
+                let mut stop = stop_rx.clone();
+                let stopped = async move {
+                    let _ = stop.wait_for(|s| *s).await;
+                };
+                crate::server::serve(listener, self.metrics.clone(), ready_rx, stopped).boxed()
+            }
+            None => futures::future::pending().boxed(),
+        };
+        let server = tokio::spawn(server);
+        let stopper = tokio::spawn(async move {
+            shutdown.await;
+            let _ = stop_tx.send(true);
+        });
+
+        let lost_lease = match &self.config.leader_election {
+            Some(le) => acquire(&self.client, le).await?,
+            None => futures::future::pending().boxed(),
+        };
+        let result = self.run_controllers(stop_rx, ready_tx, lost_lease).await;
+        stopper.abort();
+        server.abort();
+        result
+    }
+
+    async fn run_controllers(
+        self,
+        stop: watch::Receiver<bool>,
+        ready: watch::Sender<bool>,
+        lost_lease: BoxFuture<'static, Error>,
+    ) -> Result<()> {
+        let watcher_config = watcher::Config::default().labels(OPERATOR_NAME);
+        let (pod_api, service_api): (Api<Pod>, Api<Service>) = match &self.config.controller.namespace {
+            Some(ns) => (
+                Api::namespaced(self.client.clone(), ns),
+                Api::namespaced(self.client.clone(), ns),
+            ),
+            None => (Api::all(self.client.clone()), Api::all(self.client.clone())),
+        };
+        let (pods, pod_writer) = reflector::store_shared::<Pod>(SHARED_BUFFER);
+        let (services, service_writer) = reflector::store_shared::<Service>(SHARED_BUFFER);
+        let reporter = Reporter::from(self.config.reporter.clone());
+        let shared = Shared {
+            client: self.client.clone(),
+            config: self.config.controller.clone(),
+            metrics: self.metrics.clone(),
+            recorder: Recorder::new(self.client.clone(), reporter),
+            pods: pods.clone(),
+            services: services.clone(),
+            shutdown: stop.clone(),
+        };
+        // Every controller subscribes before the writers move into their watches.
+        let mut controllers = Vec::with_capacity(self.frameworks.len());
+        for (name, start) in self.frameworks {
+            let (Some(pod_events), Some(service_events)) =
+                (pod_writer.subscribe(), service_writer.subscribe())
+            else {
+                return Err(Error::SharedWatch(name));
+            };
+            controllers.push(start(shared.clone(), pod_events, service_events));
+        }
+
+        let pod_watch = watcher(pod_api, watcher_config.clone())
+            .default_backoff()
+            .reflect_shared(pod_writer)
+            .for_each(|_| std::future::ready(()));
+        let service_watch = watcher(service_api, watcher_config)
+            .default_backoff()
+            .reflect_shared(service_writer)
+            .for_each(|_| std::future::ready(()));
+        let readiness = async move {
+            let synced = pods.wait_until_ready().await.is_ok() && services.wait_until_ready().await.is_ok();
+            let _ = ready.send(synced);
+            futures::future::pending::<()>().await;
+        };
+        let controllers = futures::future::try_join_all(controllers);
+        tokio::select! {
+            result = controllers => result.map(|_| ()),
+            () = pod_watch => Ok(()),
+            () = service_watch => Ok(()),
+            () = readiness => Ok(()),
+            error = lost_lease => Err(error),
+        }
+    }
+}
+
+/// Waits until this replica holds the lease; the returned future resolves if it is lost.
+async fn acquire(client: &Client, le: &LeaderElection) -> Result<BoxFuture<'static, Error>> {
+    let manager = LeaseManagerBuilder::new(client.clone(), le.lease_name.clone())
+        .with_namespace(le.namespace.clone())
+        .with_identity(le.identity.clone())
+        .build()
+        .await
+        .map_err(|e| Error::LeaderElection(e.to_string()))?;
+    let (mut leading, handle) = manager.watch().await;
+    tracing::info!(lease = %le.lease_name, identity = %le.identity, "waiting for the leader lease");
+    leading
+        .wait_for(|l| *l)
+        .await
+        .map_err(|e| Error::LeaderElection(e.to_string()))?;
+    tracing::info!(lease = %le.lease_name, "became leader");
+    Ok(async move {
+        let lost = leading.wait_for(|l| !*l).await.is_ok();
+        handle.abort();
+        Error::LeaderElection(if lost {
+            "lost the lease".into()
+        } else {
+            "lease manager stopped".into()
+        })
+    }
+    .boxed())
+}
