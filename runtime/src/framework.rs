@@ -24,6 +24,10 @@ pub trait TrainingJob:
     + Sync
     + 'static
 {
+    /// The static facts of this job kind: controller and framework names, roles, default
+    /// container and port. `kfop-derive` generates it from the attribute.
+    fn framework_info() -> &'static FrameworkInfo;
+
     /// The replica specs keyed by replica type, as the user wrote them.
     fn replica_specs(&self) -> &BTreeMap<String, ReplicaSpec>;
     fn run_policy(&self) -> &RunPolicy;
@@ -106,7 +110,10 @@ pub struct FrameworkError(pub String);
 pub trait Framework: Send + Sync + 'static {
     type Job: TrainingJob;
 
-    fn info(&self) -> &FrameworkInfo;
+    /// The framework's static facts; by default those of its job kind.
+    fn info(&self) -> &FrameworkInfo {
+        <Self::Job as TrainingJob>::framework_info()
+    }
 
     /// Whether the pod of `role`/`index` is the job's master (labelled `job-role=master`).
     /// Default: every pod of a role marked `master`.

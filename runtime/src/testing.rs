@@ -26,6 +26,11 @@ pub struct TestJobSpec {
 }
 
 impl TrainingJob for TestJob {
+    fn framework_info() -> &'static FrameworkInfo {
+        static INFO: std::sync::LazyLock<FrameworkInfo> = std::sync::LazyLock::new(test_info);
+        &INFO
+    }
+
     fn replica_specs(&self) -> &BTreeMap<String, ReplicaSpec> {
         &self.spec.replica_specs
     }
@@ -47,19 +52,21 @@ pub struct TestFramework {
 
 impl Default for TestFramework {
     fn default() -> Self {
-        Self {
-            info: FrameworkInfo {
-                controller_name: "testjob-controller".to_owned(),
-                framework_name: "test".to_owned(),
-                default_container: "main".to_owned(),
-                default_port_name: "test-port".to_owned(),
-                default_port: 7777,
-                roles: vec![
-                    Role::new("Master", RestartPolicy::OnFailure).master(),
-                    Role::new("Worker", RestartPolicy::OnFailure),
-                ],
-            },
-        }
+        Self { info: test_info() }
+    }
+}
+
+fn test_info() -> FrameworkInfo {
+    FrameworkInfo {
+        controller_name: "testjob-controller".to_owned(),
+        framework_name: "test".to_owned(),
+        default_container: "main".to_owned(),
+        default_port_name: "test-port".to_owned(),
+        default_port: 7777,
+        roles: vec![
+            Role::new("Master", RestartPolicy::OnFailure).master(),
+            Role::new("Worker", RestartPolicy::OnFailure),
+        ],
     }
 }
 
