@@ -20,6 +20,9 @@ pub enum Error {
     )]
     CrdMissing { kind: String, source: kube::Error },
 
+    #[error("Kubernetes client configuration: {0}")]
+    Config(String),
+
     #[error("metrics and health server: {0}")]
     Server(#[from] crate::server::ServerError),
 
@@ -37,6 +40,7 @@ impl Error {
             Self::Plan { .. } => "plan",
             Self::Kube { .. } => "kube",
             Self::CrdMissing { .. } => "crd_missing",
+            Self::Config(_) => "config",
             Self::Server(_) => "server",
             Self::SharedWatch(_) => "shared_watch",
             Self::LeaderElection(_) => "leader_election",

@@ -7,6 +7,7 @@
 //! It re-exports `kube`, `k8s_openapi` and `schemars` so an operator needs this one dependency.
 
 pub mod api;
+pub mod client;
 pub mod controller;
 pub mod defaults;
 mod error;
@@ -14,6 +15,7 @@ pub mod framework;
 pub mod labels;
 pub mod manager;
 pub mod metrics;
+pub mod operator;
 pub mod plan;
 pub mod policy;
 pub mod server;

@@ -26,6 +26,8 @@ pub struct LeaderElection {
     pub namespace: String,
     /// This replica's identity (the pod name in a Deployment).
     pub identity: String,
+    /// How long a lease lasts without renewal; another replica takes over after it expires.
+    pub lease_duration_secs: u64,
 }
 
 /// How the manager runs.
@@ -143,11 +145,20 @@ impl Manager {
             let _ = stop_tx.send(true);
         });
 
-        let lost_lease = match &self.config.leader_election {
-            Some(le) => acquire(&self.client, le).await?,
-            None => futures::future::pending().boxed(),
+        let mut leadership = match &self.config.leader_election {
+            Some(le) => Some(Leadership::acquire(&self.client, le).await?),
+            None => None,
         };
-        let result = self.run_controllers(stop_rx, ready_tx, lost_lease).await;
+        let lost_lease = async {
+            match leadership.as_mut() {
+                Some(l) => l.lost().await,
+                None => futures::future::pending().await,
+            }
+        };
+        let result = self.run_controllers(stop_rx, ready_tx, lost_lease.boxed()).await;
+        if let Some(leadership) = leadership {
+            leadership.release().await;
+        }
         stopper.abort();
         server.abort();
         result
@@ -157,7 +168,7 @@ impl Manager {
         self,
         stop: watch::Receiver<bool>,
         ready: watch::Sender<bool>,
-        lost_lease: BoxFuture<'static, Error>,
+        lost_lease: BoxFuture<'_, Error>,
     ) -> Result<()> {
         let watcher_config = watcher::Config::default().labels(OPERATOR_NAME);
         let (pod_api, service_api): (Api<Pod>, Api<Service>) = match &self.config.controller.namespace {
@@ -214,29 +225,52 @@ impl Manager {
     }
 }
 
-/// Waits until this replica holds the lease; the returned future resolves if it is lost.
-async fn acquire(client: &Client, le: &LeaderElection) -> Result<BoxFuture<'static, Error>> {
-    let manager = LeaseManagerBuilder::new(client.clone(), le.lease_name.clone())
-        .with_namespace(le.namespace.clone())
-        .with_identity(le.identity.clone())
-        .build()
-        .await
-        .map_err(|e| Error::LeaderElection(e.to_string()))?;
-    let (mut leading, handle) = manager.watch().await;
-    tracing::info!(lease = %le.lease_name, identity = %le.identity, "waiting for the leader lease");
-    leading
-        .wait_for(|l| *l)
-        .await
-        .map_err(|e| Error::LeaderElection(e.to_string()))?;
-    tracing::info!(lease = %le.lease_name, "became leader");
-    Ok(async move {
-        let lost = leading.wait_for(|l| !*l).await.is_ok();
-        handle.abort();
+/// This replica's hold on the leader lease.
+struct Leadership {
+    leading: watch::Receiver<bool>,
+    handle: tokio::task::JoinHandle<kube_lease_manager::Result<kube_lease_manager::LeaseManager>>,
+}
+
+impl Leadership {
+    /// Waits until this replica holds the lease.
+    async fn acquire(client: &Client, le: &LeaderElection) -> Result<Self> {
+        let duration = le.lease_duration_secs.max(2);
+        let manager = LeaseManagerBuilder::new(client.clone(), le.lease_name.clone())
+            .with_namespace(le.namespace.clone())
+            .with_identity(le.identity.clone())
+            // kube-lease-manager requires grace < duration; renew a third of the way before expiry.
+            .with_grace((duration / 3).max(1))
+            .with_duration(duration)
+            .build()
+            .await
+            .map_err(|e| Error::LeaderElection(e.to_string()))?;
+        let (mut leading, handle) = manager.watch().await;
+        tracing::info!(lease = %le.lease_name, identity = %le.identity, "waiting for the leader lease");
+        leading
+            .wait_for(|l| *l)
+            .await
+            .map_err(|e| Error::LeaderElection(e.to_string()))?;
+        tracing::info!(lease = %le.lease_name, "became leader");
+        Ok(Self { leading, handle })
+    }
+
+    /// Resolves when the lease is lost.
+    async fn lost(&mut self) -> Error {
+        let lost = self.leading.wait_for(|l| !*l).await.is_ok();
         Error::LeaderElection(if lost {
             "lost the lease".into()
         } else {
             "lease manager stopped".into()
         })
     }
-    .boxed())
+
+    /// Gives the lease up so another replica takes over at once, not after it expires.
+    async fn release(self) {
+        drop(self.leading);
+        match self.handle.await {
+            Ok(Ok(_)) => tracing::info!("released the leader lease"),
+            Ok(Err(e)) => tracing::warn!(error = %e, "could not release the leader lease"),
+            Err(e) => tracing::warn!(error = %e, "lease manager task failed"),
+        }
+    }
 }

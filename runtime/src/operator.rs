@@ -1,0 +1,107 @@
+//! The operator process: Kubeflow's manager flags and a `run` that builds the client, the
+//! manager and the shutdown signal, so an operator's `main` is a few lines.
+use std::net::SocketAddr;
+
+use clap::Args;
+
+use crate::client::{self, RateLimit};
+use crate::controller::ControllerConfig;
+use crate::error::{Error, Result};
+use crate::manager::{LeaderElection, Manager, ManagerConfig};
+
+/// Flags every kfop operator accepts (names follow Kubeflow's training-operator).
+#[derive(Debug, Clone, Args)]
+pub struct OperatorArgs {
+    /// Watch only this namespace (default: all; also read from KUBEFLOW_NAMESPACE)
+    #[arg(long, env = "KUBEFLOW_NAMESPACE")]
+    pub namespace: Option<String>,
+    /// Address of /metrics, /healthz and /readyz
+    #[arg(long, default_value = "0.0.0.0:8080")]
+    pub metrics_bind_address: SocketAddr,
+    /// Hold a Lease so only one replica reconciles
+    #[arg(long)]
+    pub leader_elect: bool,
+    /// Name of the leader-election Lease
+    #[arg(long, default_value = "1ca428e5.training-operator.kubeflow.org")]
+    pub leader_election_id: String,
+    /// Namespace of the Lease (default: MY_POD_NAMESPACE, else "kubeflow")
+    #[arg(long, env = "MY_POD_NAMESPACE", default_value = "kubeflow")]
+    pub leader_election_namespace: String,
+    /// Jobs reconciled concurrently per framework (Kubeflow's default is 1)
+    #[arg(long, default_value_t = 4)]
+    pub controller_threads: u16,
+    /// Child creates/deletes in flight per job
+    #[arg(long, default_value_t = 16)]
+    pub child_parallelism: usize,
+    /// Client-side request rate to the API server (0: unlimited)
+    #[arg(long, default_value_t = RateLimit::default().qps)]
+    pub kube_api_qps: f32,
+    /// Client-side request burst
+    #[arg(long, default_value_t = RateLimit::default().burst)]
+    pub kube_api_burst: u32,
+    /// Do not emit an event per created or deleted pod and service
+    #[arg(long)]
+    pub no_child_events: bool,
+}
+
+impl OperatorArgs {
+    fn manager_config(&self, reporter: &str) -> ManagerConfig {
+        let identity = std::env::var("MY_POD_NAME")
+            .or_else(|_| std::env::var("HOSTNAME"))
+            .unwrap_or_else(|_| format!("{reporter}-{}", std::process::id()));
+        ManagerConfig {
+            controller: ControllerConfig {
+                concurrency: self.controller_threads,
+                parallelism: self.child_parallelism.max(1),
+                child_events: !self.no_child_events,
+                namespace: self.namespace.clone(),
+            },
+            metrics_addr: Some(self.metrics_bind_address),
+            leader_election: self.leader_elect.then(|| LeaderElection {
+                lease_name: self.leader_election_id.clone(),
+                namespace: self.leader_election_namespace.clone(),
+                identity,
+                lease_duration_secs: 15,
+            }),
+            reporter: reporter.to_owned(),
+        }
+    }
+}
+
+/// Connects (in-cluster or `KUBECONFIG`), lets `register` add frameworks and runs until SIGINT
+/// or SIGTERM.
+pub async fn run(
+    args: &OperatorArgs,
+    reporter: &str,
+    register: impl FnOnce(Manager) -> Manager,
+) -> Result<()> {
+    let config = kube::Config::infer()
+        .await
+        .map_err(|e| Error::Config(e.to_string()))?;
+    let client = client::build(
+        config,
+        RateLimit {
+            qps: args.kube_api_qps,
+            burst: args.kube_api_burst,
+        },
+    )
+    .map_err(|e| Error::Config(e.to_string()))?;
+    let manager = register(Manager::new(client, args.manager_config(reporter)));
+    manager.run(shutdown_signal()).await
+}
+
+async fn shutdown_signal() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => futures::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down");
+}
