@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::api::{JobStatus, ReplicaSpec, RestartPolicy, RunPolicy};
+use crate::plan::StatusUpdate;
 use crate::policy::SuccessPolicy;
 
 /// A training-job custom resource: a spec with replica specs and a run policy, and a status.
@@ -137,6 +138,13 @@ pub trait Framework: Send + Sync + 'static {
     fn success_policy(&self, job: &Self::Job, specs: &BTreeMap<String, ReplicaSpec>) -> SuccessPolicy {
         let _ = job;
         SuccessPolicy::master_else_all(self.info(), specs)
+    }
+
+    /// Sets the job's conditions from its replicas' states after the pods were reconciled.
+    /// Default: [`StatusUpdate::apply_policy`] with [`Framework::success_policy`].
+    fn update_status(&self, job: &Self::Job, update: &mut StatusUpdate<'_, '_>) {
+        let policy = self.success_policy(job, update.specs());
+        update.apply_policy(&policy);
     }
 
     /// Whether each replica gets a headless service named like its pod.

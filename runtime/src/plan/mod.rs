@@ -6,6 +6,8 @@ mod replicas;
 mod status;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tf_table;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +18,7 @@ use kube::{Resource, ResourceExt};
 
 pub use children::{build_pod, build_service, owner_reference};
 pub use conditions::{reason, set_condition};
+pub use status::{RoleState, StatusUpdate};
 
 use crate::api::{ConditionStatus, JobConditionType, JobStatus};
 use crate::defaults::defaulted_specs;
@@ -97,6 +100,7 @@ pub enum PlanError {
 struct Draft<'a> {
     kind: &'a str,
     name: String,
+    namespace: String,
     now: &'a Time,
     status: JobStatus,
     plan: Plan,
@@ -170,6 +174,7 @@ pub fn plan<F: Framework>(
     let mut d = Draft {
         kind: &kind,
         name: job.name_any(),
+        namespace: job.namespace().unwrap_or_default(),
         now,
         status: old.clone(),
         plan: Plan::default(),
@@ -255,8 +260,10 @@ pub fn plan<F: Framework>(
     }
 
     let counts = replicas::reconcile(framework, job, &specs, observed, &mut d)?;
-    let success = framework.success_policy(job, &specs);
-    status::update(&mut d, &specs, &success, &counts);
+    if !d.status.is(JobConditionType::Failed) {
+        d.status.start_time.get_or_insert_with(|| now.clone());
+        framework.update_status(job, &mut StatusUpdate::new(&mut d, &specs, &counts));
+    }
 
     if d.status.is_finished() {
         // The next pass cleans up and starts the TTL, as for any finished job.

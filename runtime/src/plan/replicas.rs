@@ -15,6 +15,7 @@ use crate::labels::{self, REPLICA_INDEX, REPLICA_TYPE};
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(super) struct RoleCounts {
     pub replicas: i32,
+    /// Indices whose pod succeeded with exit code 0 (TF's "worker 0 completed").
     pub succeeded_indices: BTreeSet<i32>,
     /// Failed pods of this role were replaced in this pass.
     pub restarted: bool,
@@ -89,7 +90,7 @@ pub(super) fn reconcile<F: Framework>(
                     if phase(pod) == "Failed" {
                         on_failed_pod(d, pod, role, policy, &info.default_container, &mut role_counts);
                     }
-                    count(&mut status, &mut role_counts, pod, index);
+                    count(&mut status, &mut role_counts, pod, index, &info.default_container);
                 }
                 more => tracing::warn!(
                     role,
@@ -176,13 +177,21 @@ fn exit_code(pod: &Pod, default_container: &str) -> Option<i32> {
 
 /// Kubeflow's `updateJobReplicaStatuses`: a running pod that is being deleted counts as
 /// failed, so pods lost with their node are not counted active.
-fn count(status: &mut ReplicaStatus, counts: &mut RoleCounts, pod: &Pod, index: i32) {
+fn count(
+    status: &mut ReplicaStatus,
+    counts: &mut RoleCounts,
+    pod: &Pod,
+    index: i32,
+    default_container: &str,
+) {
     match phase(pod) {
         "Running" if is_active(pod) => status.active += 1,
         "Running" | "Failed" => status.failed += 1,
         "Succeeded" => {
             status.succeeded += 1;
-            counts.succeeded_indices.insert(index);
+            if exit_code(pod, default_container) == Some(0) {
+                counts.succeeded_indices.insert(index);
+            }
         }
         _ => {}
     }

@@ -1,88 +1,198 @@
-//! From replica counts to conditions: the success and failure policy.
-use std::collections::BTreeMap;
+//! From replica counts to conditions. [`StatusUpdate`] is what a framework's status hook sees;
+//! [`StatusUpdate::apply_policy`] is the default success and failure policy.
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::replicas::RoleCounts;
 use super::{Draft, EventType, JobMetric, reason};
-use crate::api::{ConditionStatus, JobConditionType, ReplicaSpec, RestartPolicy};
+use crate::api::{ConditionStatus, JobConditionType, JobStatus, ReplicaSpec, RestartPolicy};
 use crate::policy::SuccessPolicy;
 
-pub(super) fn update(
-    d: &mut Draft<'_>,
-    specs: &BTreeMap<String, ReplicaSpec>,
-    success: &SuccessPolicy,
-    counts: &BTreeMap<String, RoleCounts>,
-) {
-    if d.status.is(JobConditionType::Failed) {
-        return;
-    }
-    d.status.start_time.get_or_insert_with(|| d.now.clone());
-    let deciding: Vec<&str> = success
-        .roles(specs)
-        .into_iter()
-        .filter(|r| specs.contains_key(*r))
-        .collect();
-    let active = |role: &str| d.status.replica_statuses.get(role).map_or(0, |s| s.active);
-    let all_succeeded = |role: &str| {
-        let succeeded = d.status.replica_statuses.get(role).map_or(0, |s| s.succeeded);
-        counts.get(role).is_some_and(|c| succeeded >= c.replicas)
-    };
-    let succeeded = !deciding.is_empty()
-        && match success {
-            SuccessPolicy::AllOf(role) => all_succeeded(role),
-            SuccessPolicy::AnyOf(role) => counts.get(role).is_some_and(|c| !c.succeeded_indices.is_empty()),
-            SuccessPolicy::IndexZeroOf(role) => {
-                all_succeeded(role) || counts.get(role).is_some_and(|c| c.succeeded_indices.contains(&0))
-            }
-            SuccessPolicy::AllRoles => deciding.iter().all(|r| all_succeeded(r)),
-        };
-    // A pass that replaced failed pods reports Restarting, not Running (Kubeflow re-adds
-    // Restarting after Running for the same reason).
-    let restarting = counts.values().any(|c| c.restarted);
-    let running = !restarting && deciding.iter().any(|r| active(r) > 0);
+/// One role's state after its pods were reconciled in this pass.
+#[derive(Debug, Clone, Copy)]
+pub struct RoleState<'a> {
+    /// Desired replicas (defaulted).
+    pub replicas: i32,
+    pub active: i32,
+    pub succeeded: i32,
+    pub failed: i32,
+    pub restart_policy: RestartPolicy,
+    /// Indices whose pod succeeded with exit code 0 in the default container.
+    pub completed_indices: &'a BTreeSet<i32>,
+    /// Failed pods of this role were replaced in this pass (a Restarting condition was set).
+    pub restarted: bool,
+}
 
-    let (kind, name) = (d.kind.to_owned(), d.name.clone());
-    if running && !succeeded {
-        d.condition(
+/// The job's status as a framework's status hook may change it: read role states, set
+/// conditions. Each setter records the matching event, metric and completion time once, on the
+/// transition.
+pub struct StatusUpdate<'a, 'b> {
+    d: &'a mut Draft<'b>,
+    specs: &'a BTreeMap<String, ReplicaSpec>,
+    counts: &'a BTreeMap<String, RoleCounts>,
+}
+
+impl std::fmt::Debug for StatusUpdate<'_, '_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StatusUpdate")
+            .field("job", &self.d.name)
+            .field("status", &self.d.status)
+            .finish()
+    }
+}
+
+impl<'a, 'b> StatusUpdate<'a, 'b> {
+    pub(super) fn new(
+        d: &'a mut Draft<'b>,
+        specs: &'a BTreeMap<String, ReplicaSpec>,
+        counts: &'a BTreeMap<String, RoleCounts>,
+    ) -> Self {
+        Self { d, specs, counts }
+    }
+
+    pub fn kind(&self) -> &str {
+        self.d.kind
+    }
+
+    pub fn name(&self) -> &str {
+        &self.d.name
+    }
+
+    pub fn namespace(&self) -> &str {
+        &self.d.namespace
+    }
+
+    /// Defaulted replica specs by canonical role name.
+    pub fn specs(&self) -> &BTreeMap<String, ReplicaSpec> {
+        self.specs
+    }
+
+    pub fn status(&self) -> &JobStatus {
+        &self.d.status
+    }
+
+    /// The state of `role`, if the job has that role.
+    pub fn role(&self, role: &str) -> Option<RoleState<'_>> {
+        let spec = self.specs.get(role)?;
+        let counts = self.counts.get(role)?;
+        let status = self.d.status.replica_statuses.get(role);
+        Some(RoleState {
+            replicas: spec.replicas(),
+            active: status.map_or(0, |s| s.active),
+            succeeded: status.map_or(0, |s| s.succeeded),
+            failed: status.map_or(0, |s| s.failed),
+            restart_policy: spec.restart_policy.unwrap_or(RestartPolicy::Never),
+            completed_indices: &counts.succeeded_indices,
+            restarted: counts.restarted,
+        })
+    }
+
+    /// Whether any role's failed pods were replaced in this pass.
+    pub fn restarted_any(&self) -> bool {
+        self.counts.values().any(|c| c.restarted)
+    }
+
+    /// `Running=True` (no event, as in Kubeflow).
+    pub fn set_running(&mut self, message: String) {
+        self.d.condition(
             JobConditionType::Running,
             ConditionStatus::True,
             "Running",
-            format!("{kind} {name} is running."),
+            message,
         );
     }
-    if succeeded {
-        let msg = format!("{kind} {name} is successfully completed.");
-        if d.condition(
+
+    /// `Succeeded=True`, with completion time, a Normal event and the success metric.
+    pub fn set_succeeded(&mut self, message: String) {
+        if self.d.condition(
             JobConditionType::Succeeded,
             ConditionStatus::True,
             "Succeeded",
-            msg.clone(),
+            message.clone(),
         ) {
-            d.status.completion_time.get_or_insert_with(|| d.now.clone());
-            d.event(EventType::Normal, reason(&kind, "Succeeded"), msg);
-            d.plan.metrics.push(JobMetric::Succeeded);
+            self.d
+                .status
+                .completion_time
+                .get_or_insert_with(|| self.d.now.clone());
+            self.d
+                .event(EventType::Normal, reason(self.d.kind, "Succeeded"), message);
+            self.d.plan.metrics.push(JobMetric::Succeeded);
         }
-        return;
     }
 
-    for (role, spec) in specs {
-        let failed = d.status.replica_statuses.get(role).map_or(0, |s| s.failed);
-        let restarted = counts.get(role).is_some_and(|c| c.restarted);
-        if failed == 0 || restarted {
-            continue;
+    /// `Failed=True`, with completion time, a Warning event and the failure metric.
+    pub fn set_failed(&mut self, message: String) {
+        if self.d.condition(
+            JobConditionType::Failed,
+            ConditionStatus::True,
+            "Failed",
+            message.clone(),
+        ) {
+            self.d
+                .status
+                .completion_time
+                .get_or_insert_with(|| self.d.now.clone());
+            self.d
+                .event(EventType::Warning, reason(self.d.kind, "Failed"), message);
+            self.d.plan.metrics.push(JobMetric::Failed);
         }
-        if spec.restart_policy.unwrap_or(RestartPolicy::Never) == RestartPolicy::Never {
-            let msg = format!("{kind} {name} is failed because {failed} {role} replica(s) failed.");
-            if d.condition(
-                JobConditionType::Failed,
-                ConditionStatus::True,
-                "Failed",
-                msg.clone(),
-            ) {
-                d.status.completion_time.get_or_insert_with(|| d.now.clone());
-                d.event(EventType::Warning, reason(&kind, "Failed"), msg);
-                d.plan.metrics.push(JobMetric::Failed);
-            }
+    }
+
+    /// `Restarting=True`, with a Warning event and the restart metric.
+    pub fn set_restarting(&mut self, message: String) {
+        if self.d.condition(
+            JobConditionType::Restarting,
+            ConditionStatus::True,
+            "Restarting",
+            message.clone(),
+        ) {
+            self.d
+                .event(EventType::Warning, reason(self.d.kind, "Restarting"), message);
+            self.d.plan.metrics.push(JobMetric::Restarted);
+        }
+    }
+
+    /// The default policy: the deciding roles of `success` are Running while any of them is
+    /// active and succeed per the rule; a failed replica of a role whose pods are not replaced
+    /// (restartPolicy Never) fails the job. Success is checked first and ends the update.
+    pub fn apply_policy(&mut self, success: &SuccessPolicy) {
+        let specs = self.specs;
+        let deciding: Vec<&str> = success
+            .roles(specs)
+            .into_iter()
+            .filter(|r| specs.contains_key(*r))
+            .collect();
+        let all_succeeded = |s: &Self, role: &str| s.role(role).is_some_and(|r| r.succeeded >= r.replicas);
+        let succeeded = !deciding.is_empty()
+            && match success {
+                SuccessPolicy::AllOf(role) => all_succeeded(self, role),
+                SuccessPolicy::AnyOf(role) => self.role(role).is_some_and(|r| r.succeeded > 0),
+                SuccessPolicy::IndexZeroOf(role) => {
+                    all_succeeded(self, role)
+                        || self.role(role).is_some_and(|r| r.completed_indices.contains(&0))
+                }
+                SuccessPolicy::AllRoles => deciding.iter().all(|r| all_succeeded(self, r)),
+            };
+        let (kind, name) = (self.kind().to_owned(), self.name().to_owned());
+        if succeeded {
+            self.set_succeeded(format!("{kind} {name} is successfully completed."));
             return;
+        }
+        // A pass that replaced failed pods reports Restarting, not Running.
+        let active = deciding
+            .iter()
+            .any(|r| self.role(r).is_some_and(|s| s.active > 0));
+        if active && !self.restarted_any() {
+            self.set_running(format!("{kind} {name} is running."));
+        }
+        for role in specs.keys() {
+            let Some(state) = self.role(role) else { continue };
+            if state.failed > 0 && !state.restarted && state.restart_policy == RestartPolicy::Never {
+                let failed = state.failed;
+                self.set_failed(format!(
+                    "{kind} {name} is failed because {failed} {role} replica(s) failed."
+                ));
+                return;
+            }
         }
     }
 }
