@@ -10,6 +10,7 @@ pub mod api;
 pub mod client;
 pub mod controller;
 pub mod defaults;
+pub mod env;
 mod error;
 pub mod framework;
 pub mod labels;
