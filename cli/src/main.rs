@@ -3,7 +3,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-mod commands;
+use kfop::commands;
 
 #[derive(Debug, Parser)]
 #[command(

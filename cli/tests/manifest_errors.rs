@@ -1,0 +1,162 @@
+//! Malformed manifests: each gives one line naming the position, the field and the fix.
+use std::path::Path;
+
+use kfop::manifest::{default_manifest, parse};
+
+const GOOD: &str = "apiVersion: kfop.dev/v1alpha1
+kind: Framework
+metadata:
+  name: foo
+spec:
+  group: kubeflow.org
+  version: v1
+  kind: FooJob
+  container:
+    name: foo
+    portName: foo-port
+    port: 9999
+  roles:
+    - name: Master
+      master: true
+      restartPolicy: OnFailure
+    - name: Worker
+  env:
+    - name: RANK
+      value: \"{rank}\"
+  success:
+    - allOf: Master
+";
+
+fn error_for(from: &str, to: &str) -> String {
+    assert!(GOOD.contains(from), "fixture does not contain {from:?}");
+    let text = GOOD.replacen(from, to, 1);
+    let err = parse(&text, Path::new("kfop.yaml")).expect_err(&format!("accepted after {from:?} -> {to:?}"));
+    let line = err.to_string();
+    assert!(!line.contains('\n'), "one line: {line}");
+    line
+}
+
+#[test]
+fn the_fixture_and_the_default_manifest_are_valid() {
+    let m = parse(GOOD, Path::new("kfop.yaml")).unwrap();
+    assert_eq!(
+        (m.kind.as_str(), m.plural.as_str(), m.controller_name.as_str()),
+        ("FooJob", "foojobs", "foojob-controller")
+    );
+    assert_eq!(m.replica_specs_field, "fooReplicaSpecs");
+    let d = parse(&default_manifest("bar"), Path::new("kfop.yaml")).unwrap();
+    assert_eq!(d.kind, "BarJob");
+    assert_eq!(d.roles.len(), 2);
+}
+
+#[test]
+fn malformed_manifests() {
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "apiVersion: kfop.dev/v1alpha1",
+            "apiVersion: kfop.dev/v9",
+            "kfop.yaml:1:13: apiVersion: must be kfop.dev/v1alpha1",
+        ),
+        (
+            "kind: Framework",
+            "kind: Operator",
+            "kfop.yaml:2:7: kind: must be Framework",
+        ),
+        (
+            "  name: foo\nspec",
+            "  name: Foo_Bar\nspec",
+            "kfop.yaml:4:9: metadata.name: must be lower-case",
+        ),
+        (
+            "group: kubeflow.org",
+            "group: kubeflow",
+            "kfop.yaml:6:10: spec.group: must be a DNS subdomain",
+        ),
+        (
+            "version: v1",
+            "version: 1.0",
+            "kfop.yaml:7:12: spec.version: must look like v1",
+        ),
+        (
+            "kind: FooJob",
+            "kind: foo_job",
+            "kfop.yaml:8:9: spec.kind: must be UpperCamelCase",
+        ),
+        (
+            "port: 9999",
+            "port: 70000",
+            "kfop.yaml:12:11: spec.container.port: 70000 is not a port; use 1-65535",
+        ),
+        (
+            "portName: foo-port",
+            "portName: a-very-long-port-name",
+            "spec.container.portName: must be a DNS label of at most 15",
+        ),
+        (
+            "    - name: Worker\n",
+            "    - name: Master\n",
+            "spec.roles[1].name: role `Master` is declared twice",
+        ),
+        (
+            "    - name: Worker\n",
+            "    - name: Worker\n      master: true\n",
+            "spec.roles[1].master: `Master` is already the master role",
+        ),
+        (
+            "restartPolicy: OnFailure",
+            "restartPolicy: Sometimes",
+            "spec.roles[0].restartPolicy: `Sometimes` is not a restart policy; use Always, OnFailure, Never, ExitCode",
+        ),
+        (
+            "value: \"{rank}\"",
+            "value: \"{rnak}\"",
+            "spec.env[0].value: unknown variable `{rnak}`",
+        ),
+        (
+            "value: \"{rank}\"",
+            "value: \"{port.Chief}\"",
+            "spec.env[0].value: unknown role `Chief`",
+        ),
+        (
+            "  - name: RANK",
+            "  - name: 1RANK",
+            "spec.env[0].name: must be a C identifier",
+        ),
+        (
+            "allOf: Master",
+            "allOf: Boss",
+            "spec.success[0].allOf: unknown role `Boss`; declared roles are Master, Worker",
+        ),
+        (
+            "  success:",
+            "  resources: [gpus]\n  success:",
+            "spec.resources[0]: unknown resource `gpus`",
+        ),
+        (
+            "  success:",
+            "  scale: Chief\n  success:",
+            "spec.scale: unknown role `Chief`",
+        ),
+        ("port: 9999", "port: many", "kfop.yaml:12:11: invalid i64"),
+        ("  group:", "  groop: x\n  group:", "unknown field `groop`"),
+        (
+            "    - name: Worker\n",
+            "    - name: Worker\n      minReplicas: 3\n      maxReplicas: 1\n",
+            "spec.roles[1].minReplicas: minReplicas 3 is above maxReplicas 1",
+        ),
+    ];
+    assert!(cases.len() >= 10);
+    for (from, to, expected) in cases {
+        let line = error_for(from, to);
+        assert!(
+            line.contains(expected),
+            "{from:?} -> {to:?}\n  got:      {line}\n  expected: {expected}"
+        );
+    }
+}
+
+#[test]
+fn unreadable_manifest_says_how_to_make_one() {
+    let err = kfop::manifest::load(Path::new("/nonexistent/kfop.yaml")).unwrap_err();
+    assert!(err.to_string().contains("create one with `kfop new`"), "{err}");
+}
