@@ -654,6 +654,7 @@ impl Model {
 /// The manifest `kfop new` writes when none is given: a master and workers, PyTorch-style env.
 pub fn default_manifest(name: &str) -> String {
     let kind = format!("{}Job", name.to_upper_camel_case());
+    let port_name = format!("{}-port", name[..name.len().min(10)].trim_end_matches('-'));
     format!(
         "apiVersion: {API_VERSION}
 kind: {KIND}
@@ -692,6 +693,5 @@ spec:
     - allOf: Worker
 ",
         lower = kind.to_lowercase(),
-        port_name = format!("{}-port", name[..name.len().min(10)].trim_end_matches('-')),
     )
 }
