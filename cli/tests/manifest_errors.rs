@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Malformed manifests: each gives one line naming the position, the field and the fix.
 use std::path::Path;
 
