@@ -18,10 +18,20 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Scaffold a complete operator crate for a new framework from a manifest
+    New(commands::codegen::NewArgs),
+    /// Re-render the files kfop owns from kfop.yaml (never touches your files)
+    Gen(commands::codegen::GenArgs),
     /// Start, inspect or stop the local control plane (etcd, kube-apiserver,
     /// kube-controller-manager, kube-scheduler and kwok on loopback)
     #[command(subcommand)]
     Cluster(commands::cluster::ClusterCommand),
+}
+
+/// The command's output proper (logs go to stderr).
+fn say(text: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout(), "{text}");
 }
 
 fn main() -> ExitCode {
@@ -33,7 +43,18 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Cluster(cmd) => commands::cluster::run(cmd),
+        Command::New(args) => commands::codegen::new(&args).map(|dir| {
+            say(&format!("created {}\nnext: cd {} && cargo test", dir.display(), dir.display()));
+        }),
+        Command::Gen(args) => commands::codegen::gen_crate(&args).map(|report| {
+            for path in &report.written {
+                say(&format!("wrote {path}"));
+            }
+            for path in &report.removed {
+                say(&format!("removed {path}"));
+            }
+        }),
+        Command::Cluster(cmd) => commands::cluster::run(cmd).map_err(Into::into),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

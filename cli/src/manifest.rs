@@ -166,6 +166,13 @@ pub struct EnvModel {
     pub all_containers: bool,
 }
 
+impl EnvModel {
+    /// The template or field path as a Rust string literal.
+    pub fn value_literal(&self) -> String {
+        format!("{:?}", self.value.as_deref().or(self.field_ref.as_deref()).unwrap_or_default())
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SuccessKind {
     AllOf,
@@ -638,6 +645,11 @@ impl Model {
     /// The crate name, e.g. `foo-operator`.
     pub fn crate_name(&self) -> String {
         format!("{}-operator", self.name)
+    }
+
+    /// The crate's Rust identifier, e.g. `foo_operator`.
+    pub fn crate_ident(&self) -> String {
+        self.crate_name().replace('-', "_")
     }
 
     /// The framework type's Rust name, e.g. `Foo`.

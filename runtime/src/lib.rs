@@ -27,4 +27,14 @@ pub use error::{Error, Result};
 pub use framework::{Framework, FrameworkError, FrameworkInfo, PodContext, Role, TrainingJob};
 pub use k8s_openapi;
 pub use kube;
+pub use serde;
+pub use serde_json;
+
+/// A CRD as YAML with an `@generated` header, as operators print and commit it.
+pub fn crd_yaml(
+    crd: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+) -> Result<String> {
+    let yaml = serde_saphyr::to_string(crd).map_err(|e| Error::Config(format!("serializing the CRD: {e}")))?;
+    Ok(format!("# @generated from the {} type by its operator's `crd` command. Do not edit.\n{yaml}", crd.spec.names.kind))
+}
 pub use schemars;

@@ -1,0 +1,231 @@
+//! `kfop new` and `kfop gen`: the IO around [`crate::generate`].
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use clap::Args;
+
+use crate::generate::{self, File, GenerateError, LOCK_FILE, Lock, Owner, Paths};
+use crate::manifest::{self, FILE_NAME, ManifestError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum CodegenError {
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    #[error(transparent)]
+    Generate(#[from] GenerateError),
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{0} exists and is not empty; choose another --dir or pass --force to write into it")]
+    DirNotEmpty(PathBuf),
+    #[error("--framework {flag} does not match metadata.name `{manifest}` in {path}; make them equal")]
+    NameMismatch { flag: String, manifest: String, path: PathBuf },
+    #[error("`{0}` is not a framework name; use lower-case letters, digits and dashes, e.g. `foo`")]
+    BadName(String),
+    #[error(
+        "refusing to overwrite hand-edited generated files: {}; move your changes to kfop.yaml, \
+         src/hooks.rs or src/spec.rs, or pass --force to discard them",
+        .0.join(", ")
+    )]
+    Edited(Vec<String>),
+    #[error("stale generated files (run `kfop gen`): {}", .0.join(", "))]
+    Stale(Vec<String>),
+    #[error("`cargo run -- crd` failed in {dir}: {message}")]
+    Crd { dir: PathBuf, message: String },
+    #[error(transparent)]
+    Cluster(#[from] kfop_testenv::Error),
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CodegenError + '_ {
+    move |source| CodegenError::Io { path: path.to_owned(), source }
+}
+
+#[derive(Debug, Args)]
+pub struct NewArgs {
+    /// Framework name (lower case, e.g. `foo`): the crate is `<name>-operator`, the kind `<Name>Job`
+    #[arg(long)]
+    framework: String,
+    /// Start from this manifest instead of the two-role default
+    #[arg(long)]
+    manifest: Option<PathBuf>,
+    /// Where to create the crate (default: ./<framework>-operator)
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Write into an existing non-empty directory
+    #[arg(long)]
+    force: bool,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct GenArgs {
+    /// The operator crate (holding kfop.yaml)
+    #[arg(long, default_value = ".")]
+    dir: PathBuf,
+    /// Change nothing; fail listing the generated files that are stale
+    #[arg(long)]
+    check: bool,
+    /// Overwrite generated files even if they were edited by hand
+    #[arg(long)]
+    force: bool,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CommonArgs {
+    /// Do not build the crate to write deploy/crd.yaml (its `tests/crd.rs` then reports it stale)
+    #[arg(long)]
+    no_crd: bool,
+    /// Path of the kfop-runtime crate for the scaffold's Cargo.toml (default: this kfop's source)
+    #[arg(long)]
+    runtime_path: Option<PathBuf>,
+}
+
+/// The kfop source tree this binary was built from, for path dependencies.
+fn source_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_owned).unwrap_or_default()
+}
+
+/// Path dependencies from `dir` to the kfop crates: relative when both are in one tree, so a
+/// crate inside the kfop repository stays portable.
+fn paths(dir: &Path, runtime: Option<&Path>) -> Paths {
+    let runtime = runtime.map_or_else(|| source_root().join("runtime"), Path::to_owned);
+    let testenv = runtime.parent().map_or_else(|| source_root().join("testenv"), |p| p.join("testenv"));
+    let rel = |target: &Path| relative(dir, target).unwrap_or_else(|| target.to_owned()).display().to_string();
+    Paths { runtime: rel(&runtime), testenv: rel(&testenv) }
+}
+
+fn relative(from: &Path, to: &Path) -> Option<PathBuf> {
+    let from = std::fs::canonicalize(from).ok()?;
+    let to = std::fs::canonicalize(to).ok()?;
+    let common = from.components().zip(to.components()).take_while(|(a, b)| a == b).count();
+    if common <= 1 {
+        return None;
+    }
+    let mut out = PathBuf::new();
+    for _ in from.components().skip(common) {
+        out.push("..");
+    }
+    for part in to.components().skip(common) {
+        out.push(part);
+    }
+    Some(out)
+}
+
+fn write(dir: &Path, file: &File) -> Result<(), CodegenError> {
+    let path = dir.join(&file.path);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(io(parent))?;
+    }
+    std::fs::write(&path, &file.contents).map_err(io(&path))
+}
+
+pub fn new(args: &NewArgs) -> Result<PathBuf, CodegenError> {
+    let name = &args.framework;
+    if !name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        || !name.starts_with(|c: char| c.is_ascii_lowercase())
+    {
+        return Err(CodegenError::BadName(name.clone()));
+    }
+    let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from(format!("{name}-operator")));
+    let non_empty = std::fs::read_dir(&dir).map(|mut d| d.next().is_some()).unwrap_or(false);
+    if non_empty && !args.force {
+        return Err(CodegenError::DirNotEmpty(dir));
+    }
+    let manifest_path = dir.join(FILE_NAME);
+    let text = match &args.manifest {
+        Some(path) => std::fs::read_to_string(path).map_err(io(path))?,
+        None => manifest::default_manifest(name),
+    };
+    let model = manifest::parse(&text, args.manifest.as_deref().unwrap_or(&manifest_path))?;
+    if &model.name != name {
+        return Err(CodegenError::NameMismatch {
+            flag: name.clone(),
+            manifest: model.name,
+            path: args.manifest.clone().unwrap_or(manifest_path),
+        });
+    }
+    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+    std::fs::write(&manifest_path, &text).map_err(io(&manifest_path))?;
+    let files = generate::render(&model, &paths(&dir, args.common.runtime_path.as_deref()))?;
+    for file in &files {
+        write(&dir, file)?;
+    }
+    let lock = dir.join(LOCK_FILE);
+    std::fs::write(&lock, Lock::of(&files).to_text()).map_err(io(&lock))?;
+    if !args.common.no_crd {
+        write_crd(&dir)?;
+    }
+    Ok(dir)
+}
+
+/// What `gen` did (or, with `--check`, found).
+#[derive(Debug, Default)]
+pub struct GenReport {
+    pub written: Vec<String>,
+    pub removed: Vec<String>,
+}
+
+pub fn gen_crate(args: &GenArgs) -> Result<GenReport, CodegenError> {
+    let dir = &args.dir;
+    let model = manifest::load(&dir.join(FILE_NAME))?;
+    let files = generate::render(&model, &paths(dir, args.common.runtime_path.as_deref()))?;
+    let lock_path = dir.join(LOCK_FILE);
+    let old = std::fs::read_to_string(&lock_path).ok().and_then(|t| Lock::parse(&t));
+    let plan = generate::plan_gen(&files, old.as_ref(), |p| std::fs::read_to_string(dir.join(p)).ok());
+    let new_lock = Lock::of(&files);
+    let lock_stale = old.as_ref() != Some(&new_lock);
+    if args.check {
+        let mut stale: Vec<String> = plan.write.iter().map(|f| f.path.clone()).collect();
+        stale.extend(plan.edited.iter().cloned());
+        stale.extend(plan.remove.iter().map(|p| format!("{p} (no longer generated)")));
+        if lock_stale && stale.is_empty() {
+            stale.push(LOCK_FILE.to_owned());
+        }
+        return if stale.is_empty() { Ok(GenReport::default()) } else { Err(CodegenError::Stale(stale)) };
+    }
+    if !plan.edited.is_empty() && !args.force {
+        return Err(CodegenError::Edited(plan.edited));
+    }
+    let mut report = GenReport::default();
+    let forced = files.iter().filter(|f| args.force && f.owner == Owner::Kfop && plan.edited.contains(&f.path));
+    for file in plan.write.iter().chain(forced) {
+        write(dir, file)?;
+        report.written.push(file.path.clone());
+    }
+    for path in &plan.remove {
+        let full = dir.join(path);
+        std::fs::remove_file(&full).map_err(io(&full))?;
+        report.removed.push(path.clone());
+    }
+    if lock_stale {
+        std::fs::write(&lock_path, new_lock.to_text()).map_err(io(&lock_path))?;
+    }
+    if !args.common.no_crd {
+        write_crd(dir)?;
+    }
+    Ok(report)
+}
+
+/// Builds the crate and writes `deploy/crd.yaml` from its `crd` command, if it changed.
+fn write_crd(dir: &Path) -> Result<(), CodegenError> {
+    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
+        .args(["run", "--quiet", "--manifest-path"])
+        .arg(dir.join("Cargo.toml"))
+        .args(["--", "crd"])
+        .output()
+        .map_err(|e| CodegenError::Crd { dir: dir.to_owned(), message: e.to_string() })?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let tail: Vec<&str> = stderr.lines().rev().take(20).collect();
+        let message = tail.into_iter().rev().collect::<Vec<_>>().join("\n");
+        return Err(CodegenError::Crd { dir: dir.to_owned(), message });
+    }
+    let path = dir.join("deploy/crd.yaml");
+    let yaml = String::from_utf8_lossy(&out.stdout);
+    if std::fs::read_to_string(&path).ok().as_deref() != Some(&*yaml) {
+        std::fs::write(&path, yaml.as_bytes()).map_err(io(&path))?;
+    }
+    Ok(())
+}
