@@ -1,32 +1,9 @@
 //! `kfop`: scaffold, regenerate and run training-job operators.
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
-
+use clap::Parser;
+use kfop::cli::{Cli, Command};
 use kfop::commands;
-
-#[derive(Debug, Parser)]
-#[command(
-    name = "kfop",
-    version,
-    about = "Build and run distributed-training operators on Kubernetes"
-)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Scaffold a complete operator crate for a new framework from a manifest
-    New(commands::codegen::NewArgs),
-    /// Re-render the files kfop owns from kfop.yaml (never touches your files)
-    Gen(commands::codegen::GenArgs),
-    /// Start, inspect or stop the local control plane (etcd, kube-apiserver,
-    /// kube-controller-manager, kube-scheduler and kwok on loopback)
-    #[command(subcommand)]
-    Cluster(commands::cluster::ClusterCommand),
-}
 
 /// The command's output proper (logs go to stderr).
 fn say(text: &str) {
@@ -44,7 +21,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::New(args) => commands::codegen::new(&args).map(|dir| {
-            say(&format!("created {}\nnext: cd {} && cargo test", dir.display(), dir.display()));
+            say(&format!(
+                "created {}\nnext: cd {} && cargo test",
+                dir.display(),
+                dir.display()
+            ));
         }),
         Command::Gen(args) => commands::codegen::gen_crate(&args).map(|report| {
             for path in &report.written {

@@ -169,7 +169,13 @@ pub struct EnvModel {
 impl EnvModel {
     /// The template or field path as a Rust string literal.
     pub fn value_literal(&self) -> String {
-        format!("{:?}", self.value.as_deref().or(self.field_ref.as_deref()).unwrap_or_default())
+        format!(
+            "{:?}",
+            self.value
+                .as_deref()
+                .or(self.field_ref.as_deref())
+                .unwrap_or_default()
+        )
     }
 }
 

@@ -34,7 +34,11 @@ pub use serde_json;
 pub fn crd_yaml(
     crd: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
 ) -> Result<String> {
-    let yaml = serde_saphyr::to_string(crd).map_err(|e| Error::Config(format!("serializing the CRD: {e}")))?;
-    Ok(format!("# @generated from the {} type by its operator's `crd` command. Do not edit.\n{yaml}", crd.spec.names.kind))
+    let yaml =
+        serde_saphyr::to_string(crd).map_err(|e| Error::Config(format!("serializing the CRD: {e}")))?;
+    Ok(format!(
+        "# @generated from the {} type by its operator's `crd` command. Do not edit.\n{yaml}",
+        crd.spec.names.kind
+    ))
 }
 pub use schemars;

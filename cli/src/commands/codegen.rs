@@ -18,7 +18,11 @@ pub enum CodegenError {
     #[error("{0} exists and is not empty; choose another --dir or pass --force to write into it")]
     DirNotEmpty(PathBuf),
     #[error("--framework {flag} does not match metadata.name `{manifest}` in {path}; make them equal")]
-    NameMismatch { flag: String, manifest: String, path: PathBuf },
+    NameMismatch {
+        flag: String,
+        manifest: String,
+        path: PathBuf,
+    },
     #[error("`{0}` is not a framework name; use lower-case letters, digits and dashes, e.g. `foo`")]
     BadName(String),
     #[error(
@@ -36,7 +40,10 @@ pub enum CodegenError {
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CodegenError + '_ {
-    move |source| CodegenError::Io { path: path.to_owned(), source }
+    move |source| CodegenError::Io {
+        path: path.to_owned(),
+        source,
+    }
 }
 
 #[derive(Debug, Args)]
@@ -84,22 +91,39 @@ pub struct CommonArgs {
 
 /// The kfop source tree this binary was built from, for path dependencies.
 fn source_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_owned).unwrap_or_default()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_owned)
+        .unwrap_or_default()
 }
 
 /// Path dependencies from `dir` to the kfop crates: relative when both are in one tree, so a
 /// crate inside the kfop repository stays portable.
 fn paths(dir: &Path, runtime: Option<&Path>) -> Paths {
     let runtime = runtime.map_or_else(|| source_root().join("runtime"), Path::to_owned);
-    let testenv = runtime.parent().map_or_else(|| source_root().join("testenv"), |p| p.join("testenv"));
-    let rel = |target: &Path| relative(dir, target).unwrap_or_else(|| target.to_owned()).display().to_string();
-    Paths { runtime: rel(&runtime), testenv: rel(&testenv) }
+    let testenv = runtime
+        .parent()
+        .map_or_else(|| source_root().join("testenv"), |p| p.join("testenv"));
+    let rel = |target: &Path| {
+        relative(dir, target)
+            .unwrap_or_else(|| target.to_owned())
+            .display()
+            .to_string()
+    };
+    Paths {
+        runtime: rel(&runtime),
+        testenv: rel(&testenv),
+    }
 }
 
 fn relative(from: &Path, to: &Path) -> Option<PathBuf> {
     let from = std::fs::canonicalize(from).ok()?;
     let to = std::fs::canonicalize(to).ok()?;
-    let common = from.components().zip(to.components()).take_while(|(a, b)| a == b).count();
+    let common = from
+        .components()
+        .zip(to.components())
+        .take_while(|(a, b)| a == b)
+        .count();
     if common <= 1 {
         return None;
     }
@@ -123,13 +147,20 @@ fn write(dir: &Path, file: &File) -> Result<(), CodegenError> {
 
 pub fn new(args: &NewArgs) -> Result<PathBuf, CodegenError> {
     let name = &args.framework;
-    if !name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
         || !name.starts_with(|c: char| c.is_ascii_lowercase())
     {
         return Err(CodegenError::BadName(name.clone()));
     }
-    let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from(format!("{name}-operator")));
-    let non_empty = std::fs::read_dir(&dir).map(|mut d| d.next().is_some()).unwrap_or(false);
+    let dir = args
+        .dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("{name}-operator")));
+    let non_empty = std::fs::read_dir(&dir)
+        .map(|mut d| d.next().is_some())
+        .unwrap_or(false);
     if non_empty && !args.force {
         return Err(CodegenError::DirNotEmpty(dir));
     }
@@ -172,8 +203,12 @@ pub fn gen_crate(args: &GenArgs) -> Result<GenReport, CodegenError> {
     let model = manifest::load(&dir.join(FILE_NAME))?;
     let files = generate::render(&model, &paths(dir, args.common.runtime_path.as_deref()))?;
     let lock_path = dir.join(LOCK_FILE);
-    let old = std::fs::read_to_string(&lock_path).ok().and_then(|t| Lock::parse(&t));
-    let plan = generate::plan_gen(&files, old.as_ref(), |p| std::fs::read_to_string(dir.join(p)).ok());
+    let old = std::fs::read_to_string(&lock_path)
+        .ok()
+        .and_then(|t| Lock::parse(&t));
+    let plan = generate::plan_gen(&files, old.as_ref(), |p| {
+        std::fs::read_to_string(dir.join(p)).ok()
+    });
     let new_lock = Lock::of(&files);
     let lock_stale = old.as_ref() != Some(&new_lock);
     if args.check {
@@ -183,13 +218,19 @@ pub fn gen_crate(args: &GenArgs) -> Result<GenReport, CodegenError> {
         if lock_stale && stale.is_empty() {
             stale.push(LOCK_FILE.to_owned());
         }
-        return if stale.is_empty() { Ok(GenReport::default()) } else { Err(CodegenError::Stale(stale)) };
+        return if stale.is_empty() {
+            Ok(GenReport::default())
+        } else {
+            Err(CodegenError::Stale(stale))
+        };
     }
     if !plan.edited.is_empty() && !args.force {
         return Err(CodegenError::Edited(plan.edited));
     }
     let mut report = GenReport::default();
-    let forced = files.iter().filter(|f| args.force && f.owner == Owner::Kfop && plan.edited.contains(&f.path));
+    let forced = files
+        .iter()
+        .filter(|f| args.force && f.owner == Owner::Kfop && plan.edited.contains(&f.path));
     for file in plan.write.iter().chain(forced) {
         write(dir, file)?;
         report.written.push(file.path.clone());
@@ -215,12 +256,18 @@ fn write_crd(dir: &Path) -> Result<(), CodegenError> {
         .arg(dir.join("Cargo.toml"))
         .args(["--", "crd"])
         .output()
-        .map_err(|e| CodegenError::Crd { dir: dir.to_owned(), message: e.to_string() })?;
+        .map_err(|e| CodegenError::Crd {
+            dir: dir.to_owned(),
+            message: e.to_string(),
+        })?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let tail: Vec<&str> = stderr.lines().rev().take(20).collect();
         let message = tail.into_iter().rev().collect::<Vec<_>>().join("\n");
-        return Err(CodegenError::Crd { dir: dir.to_owned(), message });
+        return Err(CodegenError::Crd {
+            dir: dir.to_owned(),
+            message,
+        });
     }
     let path = dir.join("deploy/crd.yaml");
     let yaml = String::from_utf8_lossy(&out.stdout);

@@ -1,0 +1,27 @@
+//! The command line: `kfop new`, `kfop gen`, `kfop cluster`.
+use clap::{Parser, Subcommand};
+
+use crate::commands;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "kfop",
+    version,
+    about = "Build and run distributed-training operators on Kubernetes"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Scaffold a complete operator crate for a new framework from a manifest
+    New(commands::codegen::NewArgs),
+    /// Re-render the files kfop owns from kfop.yaml (never touches your files)
+    Gen(commands::codegen::GenArgs),
+    /// Start, inspect or stop the local control plane (etcd, kube-apiserver,
+    /// kube-controller-manager, kube-scheduler and kwok on loopback)
+    #[command(subcommand)]
+    Cluster(commands::cluster::ClusterCommand),
+}

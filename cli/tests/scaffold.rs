@@ -1,0 +1,228 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! `kfop new` output and `--help` texts as snapshots; `kfop gen` idempotence, drift detection,
+//! hand-edit refusal, retired-file removal and user-file safety. (Building and running a
+//! scaffold is in the workspace's end-to-end tests.)
+use std::path::Path;
+
+use clap::CommandFactory;
+use kfop::cli::Cli;
+use kfop::commands::codegen::{CodegenError, GenArgs, NewArgs, gen_crate, new};
+
+fn new_args(dir: &Path, extra: &[&str]) -> NewArgs {
+    let mut argv = vec![
+        "new",
+        "--framework",
+        "foo",
+        "--no-crd",
+        "--runtime-path",
+        "/kfop/runtime",
+        "--dir",
+    ];
+    argv.push(dir.to_str().unwrap());
+    argv.extend_from_slice(extra);
+    parse_sub(&argv)
+}
+
+fn gen_args(dir: &Path, extra: &[&str]) -> GenArgs {
+    let mut argv = vec!["gen", "--no-crd", "--runtime-path", "/kfop/runtime", "--dir"];
+    argv.push(dir.to_str().unwrap());
+    argv.extend_from_slice(extra);
+    parse_sub(&argv)
+}
+
+fn parse_sub<T: clap::FromArgMatches>(argv: &[&str]) -> T {
+    let matches = Cli::command()
+        .try_get_matches_from(std::iter::once("kfop").chain(argv.iter().copied()))
+        .unwrap();
+    let (_, sub) = matches.subcommand().unwrap();
+    T::from_arg_matches(sub).unwrap()
+}
+
+/// Every file under `dir` as `== path ==` and its contents, sorted by path.
+fn tree(dir: &Path) -> String {
+    fn walk(dir: &Path, root: &Path, out: &mut Vec<(String, String)>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, root, out);
+            } else {
+                let rel = path.strip_prefix(root).unwrap().display().to_string();
+                out.push((rel, std::fs::read_to_string(&path).unwrap()));
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(dir, dir, &mut files);
+    files.sort();
+    files.iter().map(|(p, c)| format!("== {p} ==\n{c}")).collect()
+}
+
+fn scaffold() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    new(&new_args(tmp.path(), &[])).unwrap();
+    tmp
+}
+
+#[test]
+fn new_writes_the_whole_crate() {
+    let tmp = scaffold();
+    insta::assert_snapshot!("new_foo", tree(tmp.path()));
+}
+
+#[test]
+fn new_refuses_a_non_empty_directory() {
+    let tmp = scaffold();
+    let err = new(&new_args(tmp.path(), &[])).unwrap_err();
+    assert!(matches!(err, CodegenError::DirNotEmpty(_)), "{err}");
+    assert!(err.to_string().contains("--force"));
+    new(&new_args(tmp.path(), &["--force"])).unwrap();
+}
+
+#[test]
+fn gen_is_idempotent_and_check_passes() {
+    let tmp = scaffold();
+    let before = tree(tmp.path());
+    for _ in 0..2 {
+        let report = gen_crate(&gen_args(tmp.path(), &[])).unwrap();
+        assert!(
+            report.written.is_empty() && report.removed.is_empty(),
+            "{report:?}"
+        );
+    }
+    assert_eq!(tree(tmp.path()), before);
+    gen_crate(&gen_args(tmp.path(), &["--check"])).unwrap();
+}
+
+#[test]
+fn check_fails_after_a_manifest_edit_and_passes_after_gen() {
+    let tmp = scaffold();
+    let manifest = tmp.path().join("kfop.yaml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let edited = text.replace(
+        "  success:",
+        "    - name: EXTRA\n      value: \"{job}\"\n  success:",
+    );
+    std::fs::write(&manifest, edited).unwrap();
+    let err = gen_crate(&gen_args(tmp.path(), &["--check"])).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "stale generated files (run `kfop gen`): src/framework.rs"
+    );
+    let report = gen_crate(&gen_args(tmp.path(), &[])).unwrap();
+    assert_eq!(report.written, ["src/framework.rs"]);
+    gen_crate(&gen_args(tmp.path(), &["--check"])).unwrap();
+    assert!(
+        std::fs::read_to_string(tmp.path().join("src/framework.rs"))
+            .unwrap()
+            .contains("\"EXTRA\"")
+    );
+}
+
+#[test]
+fn hand_edited_generated_files_are_not_clobbered() {
+    let tmp = scaffold();
+    let api = tmp.path().join("src/api.rs");
+    std::fs::write(&api, std::fs::read_to_string(&api).unwrap() + "// my change\n").unwrap();
+    let manifest = tmp.path().join("kfop.yaml");
+    std::fs::write(
+        &manifest,
+        std::fs::read_to_string(&manifest)
+            .unwrap()
+            .replace("version: v1", "version: v2"),
+    )
+    .unwrap();
+    let err = gen_crate(&gen_args(tmp.path(), &[])).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("refusing to overwrite hand-edited generated files: src/api.rs;"),
+        "{err}"
+    );
+    assert!(std::fs::read_to_string(&api).unwrap().ends_with("// my change\n"));
+    gen_crate(&gen_args(tmp.path(), &["--force"])).unwrap();
+    let api_text = std::fs::read_to_string(&api).unwrap();
+    assert!(!api_text.contains("my change") && api_text.contains("version = \"v2\""));
+}
+
+#[test]
+fn user_files_are_never_touched_and_retired_files_are_removed() {
+    let tmp = scaffold();
+    let hooks = tmp.path().join("src/hooks.rs");
+    std::fs::write(&hooks, "// all mine\n").unwrap();
+    std::fs::remove_file(tmp.path().join("src/spec.rs")).unwrap();
+    // A file an older kfop generated and this one no longer does.
+    let retired = "src/old.rs";
+    std::fs::write(tmp.path().join(retired), "// @generated old\n").unwrap();
+    let lock_path = tmp.path().join("kfop.lock");
+    let mut lock = kfop::generate::Lock::parse(&std::fs::read_to_string(&lock_path).unwrap()).unwrap();
+    lock.files
+        .insert(retired.into(), kfop::generate::sha256("// @generated old\n"));
+    std::fs::write(&lock_path, lock.to_text()).unwrap();
+
+    let err = gen_crate(&gen_args(tmp.path(), &["--check"])).unwrap_err();
+    assert!(
+        err.to_string().contains("src/old.rs (no longer generated)"),
+        "{err}"
+    );
+    let report = gen_crate(&gen_args(tmp.path(), &[])).unwrap();
+    assert_eq!(report.removed, [retired]);
+    assert!(!tmp.path().join(retired).exists());
+    assert_eq!(std::fs::read_to_string(&hooks).unwrap(), "// all mine\n");
+    assert!(
+        !tmp.path().join("src/spec.rs").exists(),
+        "gen does not recreate user files"
+    );
+}
+
+#[test]
+fn help_texts() {
+    let mut cmd = Cli::command();
+    cmd.build();
+    let top = cmd.render_help().to_string();
+    let new_help = cmd.find_subcommand_mut("new").unwrap().render_help().to_string();
+    let gen_help = cmd.find_subcommand_mut("gen").unwrap().render_help().to_string();
+    let cluster_help = cmd
+        .find_subcommand_mut("cluster")
+        .unwrap()
+        .render_help()
+        .to_string();
+    insta::assert_snapshot!("help_kfop", top);
+    insta::assert_snapshot!("help_new", new_help);
+    insta::assert_snapshot!("help_gen", gen_help);
+    insta::assert_snapshot!("help_cluster", cluster_help);
+}
+
+#[test]
+fn bad_framework_names_and_mismatched_manifests() {
+    let tmp = tempfile::tempdir().unwrap();
+    let err = new(&parse_sub(&[
+        "new",
+        "--framework",
+        "Foo_Bar",
+        "--no-crd",
+        "--dir",
+        tmp.path().to_str().unwrap(),
+    ]))
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("`Foo_Bar` is not a framework name"),
+        "{err}"
+    );
+    let manifest = tmp.path().join("other.yaml");
+    std::fs::write(&manifest, kfop::manifest::default_manifest("bar")).unwrap();
+    let dir = tmp.path().join("x");
+    let err = new(&parse_sub(&[
+        "new",
+        "--framework",
+        "foo",
+        "--no-crd",
+        "--manifest",
+        manifest.to_str().unwrap(),
+        "--dir",
+        dir.to_str().unwrap(),
+    ]))
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("does not match metadata.name `bar`"),
+        "{err}"
+    );
+}
