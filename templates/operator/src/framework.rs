@@ -45,6 +45,11 @@ static ENV: LazyLock<Result<Vec<EnvSpec>, TemplateError>> = LazyLock::new(|| {
 impl Framework for {{ m.framework_type() }} {
     type Job = {{ m.kind }};
 
+    fn is_master(&self, specs: &BTreeMap<String, ReplicaSpec>, role: &str, index: i32) -> bool {
+        let declared = self.info().role(role).is_some_and(|r| r.master);
+        crate::hooks::is_master(specs, role, index, declared)
+    }
+
     fn decorate_pod(&self, ctx: &PodContext<'_, {{ m.kind }}>, template: &mut PodTemplateSpec) -> Result<(), FrameworkError> {
         let env = ENV.as_ref().map_err(|e| FrameworkError(e.to_string()))?;
         let (name, namespace) = (ctx.job.name_any(), ctx.job.namespace().unwrap_or_default());
