@@ -7,5 +7,5 @@ mod status;
 
 pub use replica::{ReplicaSpec, RestartPolicy};
 pub use run_policy::{CleanPodPolicy, RunPolicy, SchedulingPolicy};
-pub use schema::preserve_unknown_object;
+pub use schema::{preserve_unknown_array, preserve_unknown_object};
 pub use status::{ConditionStatus, JobCondition, JobConditionType, JobStatus, ReplicaStatus};

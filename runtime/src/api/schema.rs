@@ -7,3 +7,11 @@ use schemars::{Schema, SchemaGenerator, json_schema};
 pub fn preserve_unknown_object(_: &mut SchemaGenerator) -> Schema {
     json_schema!({ "type": "object", "x-kubernetes-preserve-unknown-fields": true })
 }
+
+/// Schema for a list of objects kept as given (e.g. autoscaling/v2 MetricSpecs).
+pub fn preserve_unknown_array(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "array",
+        "items": { "type": "object", "x-kubernetes-preserve-unknown-fields": true }
+    })
+}
