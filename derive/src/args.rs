@@ -263,10 +263,10 @@ fn check_roles(
             );
         }
         if let Some(first) = roles.iter().find(|r| r.name.eq_ignore_ascii_case(&arg.name)) {
-            // Replica-type keys are matched case-insensitively, so `Worker` and `worker` clash.
+            // Replica-type keys are matched case-insensitively, so `PS` and `Ps` clash.
             errors.push(
                 darling::Error::custom(format!(
-                    "duplicate role `{}` (already declared as `{}`); declare each role once",
+                    "duplicate role `{}`: it matches `{}` (replica types match in any letter case); declare each role once",
                     arg.name.as_str(),
                     first.name
                 ))
