@@ -123,7 +123,7 @@ fn replica_type_rules(job: &Job, specs: &str) -> Vec<Rule> {
             .join(", ");
         rules.push(Rule::new(
             format!("self.filter(k, k.lowerAscii() in {list}).size() <= 1"),
-            format!("spec.{specs} may have only one of {names}: keep one"),
+            format!("spec.{specs} may have only one of {names}: keep one and remove the others"),
         ));
     }
     rules.extend(job.roles.iter().filter_map(|r| bounds_rule(r, specs)));
@@ -134,20 +134,29 @@ fn replica_type_rules(job: &Job, specs: &str) -> Vec<Rule> {
 /// default, which the macro checked is within them).
 fn bounds_rule(role: &Role, specs: &str) -> Option<Rule> {
     let (check, must) = match (role.min_replicas, role.max_replicas) {
-        (Some(min), Some(max)) if min == max => (format!("self[k].replicas == {min}"), format!("be {min}")),
+        (Some(min), Some(max)) if min == max => (
+            format!("self[k].replicas == {min}"),
+            format!("be {min}: set it to {min}"),
+        ),
         (Some(min), Some(max)) => (
             format!("self[k].replicas >= {min} && self[k].replicas <= {max}"),
-            format!("be between {min} and {max}"),
+            format!("be between {min} and {max}: set it within that range"),
         ),
-        (Some(min), None) => (format!("self[k].replicas >= {min}"), format!("be at least {min}")),
-        (None, Some(max)) => (format!("self[k].replicas <= {max}"), format!("be at most {max}")),
+        (Some(min), None) => (
+            format!("self[k].replicas >= {min}"),
+            format!("be at least {min}: set it to {min} or more"),
+        ),
+        (None, Some(max)) => (
+            format!("self[k].replicas <= {max}"),
+            format!("be at most {max}: set it to {max} or less"),
+        ),
         (None, None) => return None,
     };
     let name = &role.name;
     let lower = name.to_ascii_lowercase();
     Some(Rule::new(
         format!("self.all(k, k.lowerAscii() != '{lower}' || !has(self[k].replicas) || ({check}))"),
-        format!("spec.{specs}.{name}.replicas must {must}: change replicas of {name}"),
+        format!("spec.{specs}.{name}.replicas must {must}"),
     ))
 }
 
