@@ -1,12 +1,15 @@
 //! kfop-derive: the `#[training_job]` attribute, which turns an annotated spec struct into a
 //! Kubeflow-compatible custom resource and the glue that plugs it into kfop-runtime.
 //!
-//! Use it through `kfop_runtime::training_job`; the generated code names only
-//! `::kfop_runtime::...` paths, so an operator needs no other dependency.
+//! Use it as `kfop_runtime::training_job`: the generated code names only `::kfop_runtime::...`
+//! paths, so an operator needs no other dependency.
 //!
-//! ```ignore
+//! ```
 //! use std::collections::BTreeMap;
+//!
+//! use kfop_runtime::TrainingJob;
 //! use kfop_runtime::api::{ReplicaSpec, RunPolicy};
+//! use kfop_runtime::kube::CustomResourceExt;
 //!
 //! #[kfop_runtime::training_job(
 //!     group = "kubeflow.org", version = "v1", kind = "PyTorchJob",
@@ -22,11 +25,42 @@
 //!     #[kfop(replica_specs)]
 //!     pub pytorch_replica_specs: BTreeMap<String, ReplicaSpec>,
 //! }
+//!
+//! assert_eq!(PyTorchJob::crd_name(), "pytorchjobs.kubeflow.org");
+//! assert_eq!(PyTorchJob::framework_info().roles.len(), 2);
+//! assert_eq!("worker".parse(), Ok(PyTorchJobReplicaType::Worker));
 //! ```
 //!
-//! generates `PyTorchJob` (kube's `CustomResource`, with Kubeflow's printer columns, status and
-//! scale subresources and admission rules in its schema), `PyTorchJobReplicaType` and
-//! `impl kfop_runtime::TrainingJob for PyTorchJob`.
+//! # Arguments
+//!
+//! * Required: `group` (with a dot), `version`, `kind` (CamelCase), `controller`, `framework`,
+//!   `container`, `port_name`, `port` (1..=65535), and at least one `role(...)`.
+//! * Optional: `plural` (default: lower-case kind + `s`), `shortname` and `category`
+//!   (repeatable; category defaults to `kubeflow`), `scale = "<Role>"` (the scale subresource
+//!   on that role's replicas), `restart_policy` (for roles that name none).
+//! * `role(name = "Worker", restart_policy = "OnFailure", master, default_replicas = n,
+//!   min_replicas = n, max_replicas = n)`: `restart_policy` is one of Always, OnFailure, Never,
+//!   ExitCode; several roles may be `master` (TFJob's Chief and Master), and a job may then
+//!   contain only one of them.
+//!
+//! The struct must be named `<Kind>Spec` (as in Kubeflow's Go API), have named fields, one
+//! `#[kfop(replica_specs)]` map of `ReplicaSpec`s and a `RunPolicy` field named `run_policy` (or
+//! marked `#[kfop(run_policy)]`). Its JSON names are camelCase; other fields pass through.
+//!
+//! # What it generates
+//!
+//! * The struct with kube-derive's `CustomResource` and the derives it needs (those the user did
+//!   not write), so `PyTorchJob` is a namespaced custom resource with `JobStatus` status, the
+//!   status (and optional scale) subresource, short names, categories and Kubeflow's `State`
+//!   and `Age` printer columns.
+//! * Admission rules in the CRD schema (see `rules.rs`): replica-type keys are the declared roles
+//!   in any letter case (Kubeflow normalises `worker` to `Worker`, and so does kfop-runtime),
+//!   each role at most once, replica bounds, non-negative replicas and run-policy durations,
+//!   at most one master role, and Kubeflow's immutable `schedulingPolicy.queue`.
+//! * `PyTorchJobReplicaType`: the roles as an enum with `as_str`, `Display`, a case-insensitive
+//!   `FromStr` and serde with Kubeflow's names.
+//! * `impl kfop_runtime::TrainingJob for PyTorchJob`, with the `FrameworkInfo` built once.
+
 use proc_macro::TokenStream;
 
 mod args;

@@ -33,13 +33,18 @@ fn object<K: Resource<DynamicType = ()>>(name: &str, spec: Value) -> DynamicObje
     .unwrap()
 }
 
-/// A replica spec with one container named `container`.
-fn replica(replicas: i64, container: &str) -> Value {
+/// A replica spec whose pods run `container`.
+fn replica_of(replicas: i64, container: Value) -> Value {
     json!({
         "replicas": replicas,
         "restartPolicy": "OnFailure",
-        "template": { "spec": { "containers": [{ "name": container, "image": "busybox" }] } },
+        "template": { "spec": { "containers": [container] } },
     })
+}
+
+/// A replica spec with one busybox container named `name`.
+fn replica(replicas: i64, name: &str) -> Value {
+    replica_of(replicas, json!({ "name": name, "image": "busybox" }))
 }
 
 fn pytorch(specs: Value) -> Value {
@@ -252,16 +257,11 @@ fn container(name: &str, image: &str, command: &[&str]) -> Value {
     json!({ "name": name, "image": image, "imagePullPolicy": "Always", "command": command })
 }
 
-/// The pod template of Kubeflow's PyTorch mnist example.
+/// A replica of Kubeflow's PyTorch mnist example.
 fn mnist_replica(replicas: i64) -> Value {
     let command = ["python3", "/opt/pytorch-mnist/mnist.py", "--epochs=1"];
-    json!({
-        "replicas": replicas,
-        "restartPolicy": "OnFailure",
-        "template": { "spec": { "containers": [
-            container("pytorch", "docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727", &command)
-        ] } },
-    })
+    let image = "docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727";
+    replica_of(replicas, container("pytorch", image, &command))
 }
 
 /// Creates `spec` and reads it back: the server keeps it as written, adding only the schema's
@@ -301,15 +301,8 @@ async fn kubeflow_examples_are_accepted_unchanged() {
     accepted::<PyTorchJob>(&ns, "pytorch-run-policy", elastic_like).await;
 
     let tf_command = ["python", "/var/tf_mnist/mnist_with_summaries.py"];
-    let tf_replica = |replicas: i64| {
-        json!({
-            "replicas": replicas,
-            "restartPolicy": "OnFailure",
-            "template": { "spec": { "containers": [
-                container("tensorflow", "kubeflow/tf-mnist-with-summaries:latest", &tf_command)
-            ] } },
-        })
-    };
+    let tf_image = "kubeflow/tf-mnist-with-summaries:latest";
+    let tf_replica = |replicas| replica_of(replicas, container("tensorflow", tf_image, &tf_command));
     accepted::<TFJob>(
         &ns,
         "tfjob-simple",
