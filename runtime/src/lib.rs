@@ -4,7 +4,8 @@
 //! * [`framework`]: what a framework supplies ([`Framework`], [`TrainingJob`]).
 //! * [`plan`]: the pure planner, `(framework, job, observed, now) -> Plan`.
 //!
-//! It re-exports `kube`, `k8s_openapi` and `schemars` so an operator needs this one dependency.
+//! It re-exports `kube`, `k8s_openapi`, `schemars`, `serde`, `serde_json` and the
+//! [`training_job`] attribute, so an operator needs this one dependency.
 
 pub mod api;
 pub mod client;
@@ -26,7 +27,9 @@ pub mod testing;
 pub use error::{Error, Result};
 pub use framework::{Framework, FrameworkError, FrameworkInfo, PodContext, Role, TrainingJob};
 pub use k8s_openapi;
+pub use kfop_derive::training_job;
 pub use kube;
+pub use schemars;
 pub use serde;
 pub use serde_json;
 
@@ -41,4 +44,3 @@ pub fn crd_yaml(
         crd.spec.names.kind
     ))
 }
-pub use schemars;
