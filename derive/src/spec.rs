@@ -93,6 +93,10 @@ pub fn parse(item: TokenStream, job: &Job) -> syn::Result<Spec> {
         let Some(ident) = field.ident.clone() else {
             continue;
         };
+        // Only the fields the generated code reads need a single JSON name.
+        if markers.is_empty() && ident != "run_policy" {
+            continue;
+        }
         let spec_field = SpecField {
             json: json_name(field, &ident, &mut errors),
             ident,
