@@ -114,32 +114,16 @@ pub fn parse(attr: TokenStream) -> darling::Result<Job> {
     check(args)
 }
 
-/// The required keys, with the hint shown when one is missing.
-const REQUIRED: [(&str, &str); 8] = [
-    ("group", "the API group, e.g. group = \"kubeflow.org\""),
-    ("version", "the API version, e.g. version = \"v1\""),
-    ("kind", "the resource kind, e.g. kind = \"PyTorchJob\""),
-    (
-        "controller",
-        "the controller name, e.g. controller = \"pytorchjob-controller\"",
-    ),
-    ("framework", "the framework label, e.g. framework = \"pytorch\""),
-    ("container", "the default container, e.g. container = \"pytorch\""),
-    (
-        "port_name",
-        "the default port's name, e.g. port_name = \"pytorchjob-port\"",
-    ),
-    ("port", "the default port, e.g. port = 23456"),
-];
-
-fn required<T>(errors: &mut darling::error::Accumulator, key: &str, value: Option<T>) -> Option<T> {
+/// `value`, or an error naming the missing `key` and an example of it.
+fn required<T>(
+    errors: &mut darling::error::Accumulator,
+    value: Option<T>,
+    key: &str,
+    example: &str,
+) -> Option<T> {
     if value.is_none() {
-        let hint = REQUIRED
-            .iter()
-            .find(|(k, _)| *k == key)
-            .map_or("", |(_, hint)| hint);
         errors.push(darling::Error::custom(format!(
-            "#[training_job] is missing `{key}`: add {hint}"
+            "#[training_job] is missing `{key}`: add {example}"
         )));
     }
     value
@@ -147,14 +131,54 @@ fn required<T>(errors: &mut darling::error::Accumulator, key: &str, value: Optio
 
 fn check(args: JobArgs) -> darling::Result<Job> {
     let mut errors = darling::Error::accumulator();
-    let group = required(&mut errors, "group", args.group);
-    let version = required(&mut errors, "version", args.version);
-    let kind = required(&mut errors, "kind", args.kind);
-    let controller = required(&mut errors, "controller", args.controller);
-    let framework = required(&mut errors, "framework", args.framework);
-    let container = required(&mut errors, "container", args.container);
-    let port_name = required(&mut errors, "port_name", args.port_name);
-    let port = required(&mut errors, "port", args.port);
+    let group = required(
+        &mut errors,
+        args.group,
+        "group",
+        "the API group, e.g. group = \"kubeflow.org\"",
+    );
+    let version = required(
+        &mut errors,
+        args.version,
+        "version",
+        "the API version, e.g. version = \"v1\"",
+    );
+    let kind = required(
+        &mut errors,
+        args.kind,
+        "kind",
+        "the resource kind, e.g. kind = \"PyTorchJob\"",
+    );
+    let controller = required(
+        &mut errors,
+        args.controller,
+        "controller",
+        "the controller name, e.g. controller = \"pytorchjob-controller\"",
+    );
+    let framework = required(
+        &mut errors,
+        args.framework,
+        "framework",
+        "the framework label, e.g. framework = \"pytorch\"",
+    );
+    let container = required(
+        &mut errors,
+        args.container,
+        "container",
+        "the default container, e.g. container = \"pytorch\"",
+    );
+    let port_name = required(
+        &mut errors,
+        args.port_name,
+        "port_name",
+        "the default port's name, e.g. port_name = \"pytorchjob-port\"",
+    );
+    let port = required(
+        &mut errors,
+        args.port,
+        "port",
+        "the default port, e.g. port = 23456",
+    );
 
     if let Some(group) = &group
         && !group.contains('.')

@@ -140,11 +140,10 @@ fn training_job_impl(job: &Job, spec: &Spec, kind: &Ident) -> TokenStream {
     } = job;
     let roles = job.roles.iter().map(role_tokens);
     let port = Literal::i32_unsuffixed(*port);
-    // Spanned at the field types, so a field of the wrong type is reported there.
-    let specs = &spec.replica_specs;
-    let (specs_ident, run_ident) = (&specs.ident, &spec.run_policy.ident);
-    let replica_specs = quote_spanned!(specs.ty_span=> &self.spec.#specs_ident);
-    let run_policy = quote_spanned!(spec.run_policy.ty_span=> &self.spec.#run_ident);
+    // Spanned at the fields, so a field of the wrong type is reported there.
+    let (specs, run) = (&spec.replica_specs.ident, &spec.run_policy.ident);
+    let replica_specs = quote_spanned!(specs.span()=> &self.spec.#specs);
+    let run_policy = quote_spanned!(run.span()=> &self.spec.#run);
     quote! {
         impl ::kfop_runtime::TrainingJob for #kind {
             fn framework_info() -> &'static ::kfop_runtime::FrameworkInfo {

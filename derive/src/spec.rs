@@ -13,8 +13,6 @@ pub struct SpecField {
     pub ident: Ident,
     /// The field's JSON name (serde's camelCase of the ident, or its `rename`).
     pub json: String,
-    /// Where the field's type is written, so a type mismatch is reported there.
-    pub ty_span: Span,
 }
 
 #[derive(Debug)]
@@ -37,7 +35,7 @@ impl Spec {
 }
 
 /// Which spec field a `#[kfop(...)]` marker designates.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 enum Marker {
     ReplicaSpecs,
     RunPolicy,
@@ -95,10 +93,13 @@ pub fn parse(item: TokenStream, job: &Job) -> syn::Result<Spec> {
         let Some(ident) = field.ident.clone() else {
             continue;
         };
+        // Only the fields the generated code reads need a single JSON name.
+        if markers.is_empty() && ident != "run_policy" {
+            continue;
+        }
         let spec_field = SpecField {
             json: json_name(field, &ident, &mut errors),
             ident,
-            ty_span: field.ty.span(),
         };
         for (marker, span) in markers {
             let slot = match marker {

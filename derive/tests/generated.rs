@@ -11,7 +11,7 @@ use kfop_runtime::kube::CustomResourceExt;
 use kfop_runtime::{Role, TrainingJob};
 use kinds::pytorchjob::{ParsePyTorchJobReplicaTypeError, PyTorchJob, PyTorchJobReplicaType, PyTorchJobSpec};
 use kinds::tfjob::{TFJob, TFJobReplicaType};
-use serde_json::json;
+use serde_json::{Value, json};
 
 const BLESS: &str = "KFOP_BLESS";
 
@@ -206,4 +206,40 @@ fn training_job_reads_the_spec_with_camel_case_json() {
             "nprocPerNode": "auto",
         })
     );
+}
+
+/// Where a schema carries `x-kubernetes-validations`, as JSON pointers below `node`.
+fn validated_paths(node: &Value, path: &str, out: &mut Vec<String>) {
+    let Some(object) = node.as_object() else {
+        return;
+    };
+    if object.contains_key("x-kubernetes-validations") {
+        out.push(path.to_owned());
+    }
+    for (key, child) in object {
+        validated_paths(child, &format!("{path}/{key}"), out);
+    }
+}
+
+/// Every admission rule of the macro lands in the CRD (the schema transform skips a pointer that
+/// does not resolve, so a renamed runtime field would otherwise drop its rule silently).
+#[test]
+fn every_rule_reaches_the_crd() {
+    let crd = serde_json::to_value(PyTorchJob::crd()).unwrap();
+    let spec = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+    let mut paths = Vec::new();
+    validated_paths(spec, "", &mut paths);
+    paths.sort();
+    assert_eq!(
+        paths,
+        [
+            "/properties/pytorchReplicaSpecs",
+            "/properties/pytorchReplicaSpecs/additionalProperties/properties/replicas",
+            "/properties/runPolicy/properties/activeDeadlineSeconds",
+            "/properties/runPolicy/properties/backoffLimit",
+            "/properties/runPolicy/properties/schedulingPolicy/properties/queue",
+            "/properties/runPolicy/properties/ttlSecondsAfterFinished",
+        ]
+    );
+    assert_eq!(spec["properties"]["pytorchReplicaSpecs"]["maxProperties"], 2);
 }
