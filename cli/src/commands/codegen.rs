@@ -185,6 +185,12 @@ pub fn new(args: &NewArgs) -> Result<PathBuf, CodegenError> {
     }
     let lock = dir.join(LOCK_FILE);
     std::fs::write(&lock, Lock::of(&files).to_text()).map_err(io(&lock))?;
+    // Start from the dependency versions kfop itself is built and tested with (the scaffold's
+    // Cargo.lock is the user's from then on).
+    let cargo_lock = dir.join("Cargo.lock");
+    if !cargo_lock.exists() && std::fs::copy(source_root().join("Cargo.lock"), &cargo_lock).is_err() {
+        tracing::debug!("no Cargo.lock in the kfop source to start from");
+    }
     if !args.common.no_crd {
         write_crd(&dir)?;
     }

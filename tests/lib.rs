@@ -1,0 +1,1 @@
+//! End-to-end tests live in this crate's test targets; the library only anchors the package.
