@@ -187,8 +187,16 @@ pub fn new(args: &NewArgs) -> Result<PathBuf, CodegenError> {
     std::fs::write(&lock, Lock::of(&files).to_text()).map_err(io(&lock))?;
     // Start from the dependency versions kfop itself is built and tested with (the scaffold's
     // Cargo.lock is the user's from then on).
+    // A crate inside the kfop tree is a workspace member and uses the workspace's lock.
     let cargo_lock = dir.join("Cargo.lock");
-    if !cargo_lock.exists() && std::fs::copy(source_root().join("Cargo.lock"), &cargo_lock).is_err() {
+    let inside_source = std::fs::canonicalize(&dir)
+        .ok()
+        .zip(std::fs::canonicalize(source_root()).ok())
+        .is_some_and(|(d, root)| d.starts_with(root));
+    if !inside_source
+        && !cargo_lock.exists()
+        && std::fs::copy(source_root().join("Cargo.lock"), &cargo_lock).is_err()
+    {
         tracing::debug!("no Cargo.lock in the kfop source to start from");
     }
     if !args.common.no_crd {

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use kfop_runtime::api::ReplicaSpec;
-use kfop_runtime::env::{EnvContext, EnvSpec, EnvValue, Template, TemplateError};
+use kfop_runtime::env::{EnvContext, EnvSpec, {% if !m.env.is_empty() %}EnvValue, Template, {% endif %}TemplateError};
 use kfop_runtime::k8s_openapi::api::core::v1::PodTemplateSpec;
 use kfop_runtime::kube::ResourceExt;
 use kfop_runtime::plan::StatusUpdate;
@@ -18,11 +18,15 @@ use crate::api::{{ m.kind }};
 #[derive(Debug, Clone, Copy, Default)]
 pub struct {{ m.framework_type() }};
 
+{%- if !m.env.is_empty() %}
 const ROLES: [&str; {{ m.roles.len() }}] = [{% for r in m.roles %}"{{ r.name }}"{% if !loop.last %}, {% endif %}{% endfor %}];
+{%- endif %}
 
 /// The manifest's `env`, parsed once; the generator already validated every template.
 static ENV: LazyLock<Result<Vec<EnvSpec>, TemplateError>> = LazyLock::new(|| {
+{%- if !m.env.is_empty() %}
     let strings = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+{%- endif %}
     Ok(vec![
 {%- for e in m.env %}
         EnvSpec {

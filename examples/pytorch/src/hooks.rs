@@ -1,0 +1,200 @@
+//! PyTorchJob: torchrun's environment (MASTER_*, WORLD_SIZE, RANK, PET_*), the init container
+//! that waits for the master, and Kubeflow's PyTorchJob status messages.
+use std::collections::BTreeMap;
+
+use kfop_runtime::api::{ReplicaSpec, RestartPolicy};
+use kfop_runtime::env::EnvContext;
+use kfop_runtime::k8s_openapi::api::core::v1::{Container, EnvVar, PodTemplateSpec};
+use kfop_runtime::kube::ResourceExt;
+use kfop_runtime::labels::child_name;
+use kfop_runtime::plan::StatusUpdate;
+use kfop_runtime::policy::SuccessPolicy;
+use kfop_runtime::{FrameworkError, PodContext, TrainingJob};
+
+use crate::api::PyTorchJob;
+
+/// Image of the init container that waits for the master's DNS name (Kubeflow's
+/// `--pytorch-init-container-image`); `PYTORCH_INIT_CONTAINER_IMAGE` overrides it.
+const INIT_IMAGE: &str = "alpine:3.10";
+const INIT_MAX_TRIES: u32 = 100;
+
+/// Master if present, else worker 0 (Kubeflow v1.8).
+pub fn is_master(specs: &BTreeMap<String, ReplicaSpec>, role: &str, index: i32, declared: bool) -> bool {
+    if specs.contains_key("Master") {
+        declared
+    } else {
+        role == "Worker" && index == 0
+    }
+}
+
+/// `nprocPerNode` with Kubeflow's default: `auto` unless the deprecated elastic field is set.
+fn nproc_per_node(job: &PyTorchJob) -> Option<String> {
+    let extra = &job.spec.extra;
+    match (
+        &extra.nproc_per_node,
+        extra.elastic_policy.as_ref().and_then(|e| e.n_proc_per_node),
+    ) {
+        (Some(n), _) => Some(n.clone()),
+        (None, Some(_)) => None,
+        (None, None) => Some("auto".to_owned()),
+    }
+}
+
+/// The variables Kubeflow's `setPodEnv` appends to every container, in its order.
+pub fn env(job: &PyTorchJob, ctx: &EnvContext<'_>) -> Result<Vec<(String, String)>, String> {
+    let mut vars: Vec<(String, String)> = Vec::new();
+    let mut push = |k: &str, v: String| vars.push((k.to_owned(), v));
+    let total: i32 = ctx.specs.values().map(ReplicaSpec::replicas).sum();
+    if ctx.specs.contains_key("Master") {
+        let nproc = nproc_per_node(job)
+            .and_then(|n| n.parse::<i32>().ok())
+            .unwrap_or(1);
+        let port = ctx.port("Master").map_err(|e| e.0)?.to_string();
+        let addr = child_name(ctx.job, "Master", 0);
+        let rank = ctx.index + i32::from(ctx.role == "Worker");
+        push("MASTER_PORT", port.clone());
+        push("PET_MASTER_PORT", port);
+        push("MASTER_ADDR", addr.clone());
+        push("PET_MASTER_ADDR", addr);
+        push("WORLD_SIZE", (total * nproc).to_string());
+        push("RANK", rank.to_string());
+        push("PET_NODE_RANK", rank.to_string());
+    }
+    if let Some(n) = nproc_per_node(job) {
+        push("PET_NPROC_PER_NODE", n);
+    }
+    match &job.spec.extra.elastic_policy {
+        None => push("PET_NNODES", total.to_string()),
+        Some(e) => {
+            let host = e
+                .rdzv_host
+                .clone()
+                .unwrap_or_else(|| child_name(ctx.job, "Worker", 0));
+            let port = match e.rdzv_port {
+                Some(p) => p,
+                None => ctx.port("Worker").map_err(|e| e.0)?,
+            };
+            push("PET_RDZV_ENDPOINT", format!("{host}:{port}"));
+            push(
+                "PET_RDZV_BACKEND",
+                e.rdzv_backend.clone().unwrap_or_else(|| "c10d".to_owned()),
+            );
+            let workers = ctx.specs.get("Worker").map(ReplicaSpec::replicas);
+            let nnodes = match (
+                e.min_replicas.or(e.max_replicas),
+                e.max_replicas.or(e.min_replicas),
+            ) {
+                (Some(min), Some(max)) => format!("{min}:{max}"),
+                _ => workers.ok_or("cannot find the worker spec")?.to_string(),
+            };
+            push("PET_NNODES", nnodes);
+            if let Some(n) = e.max_restarts {
+                push("PET_MAX_RESTARTS", n.to_string());
+            }
+            if let Some(n) = e.n_proc_per_node {
+                push("PET_NPROC_PER_NODE", n.to_string());
+            }
+            if let Some(id) = &e.rdzv_id {
+                push("PET_RDZV_ID", id.clone());
+            }
+            if let Some(conf) = e.rdzv_conf.as_ref().filter(|c| !c.is_empty()) {
+                let joined: Vec<String> = conf.iter().map(|c| format!("{}={}", c.key, c.value)).collect();
+                push("PET_RDZV_CONF", joined.join(","));
+            }
+            if e.standalone == Some(true) {
+                push("PET_STANDALONE", String::new());
+            }
+        }
+    }
+    Ok(vars)
+}
+
+pub fn decorate_pod(
+    ctx: &PodContext<'_, PyTorchJob>,
+    template: &mut PodTemplateSpec,
+) -> Result<(), FrameworkError> {
+    let (name, namespace) = (ctx.job.name_any(), ctx.job.namespace().unwrap_or_default());
+    let env_ctx = EnvContext {
+        info: <PyTorchJob as TrainingJob>::framework_info(),
+        job: &name,
+        namespace: &namespace,
+        specs: ctx.specs,
+        role: ctx.role,
+        index: ctx.index,
+    };
+    let vars = env(ctx.job, &env_ctx).map_err(FrameworkError)?;
+    let Some(pod) = template.spec.as_mut() else {
+        return Ok(());
+    };
+    for container in &mut pod.containers {
+        let list = container.env.get_or_insert_with(Vec::new);
+        list.extend(vars.iter().map(|(k, v)| EnvVar {
+            name: k.clone(),
+            value: Some(v.clone()),
+            value_from: None,
+        }));
+    }
+    if ctx.role == "Worker" && ctx.specs.contains_key("Master") {
+        pod.init_containers
+            .get_or_insert_with(Vec::new)
+            .push(init_container(&child_name(&name, "Master", 0))?);
+    }
+    Ok(())
+}
+
+/// Kubeflow's `init-pytorch`: wait until the master's service name resolves.
+fn init_container(master: &str) -> Result<Container, FrameworkError> {
+    let image = std::env::var("PYTORCH_INIT_CONTAINER_IMAGE").unwrap_or_else(|_| INIT_IMAGE.to_owned());
+    kfop_runtime::serde_json::from_value(kfop_runtime::serde_json::json!({
+        "name": "init-pytorch",
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "resources": { "limits": { "cpu": "100m", "memory": "20Mi" }, "requests": { "cpu": "50m", "memory": "10Mi" } },
+        "command": ["sh", "-c", format!(
+            "err=1;for i in $(seq {INIT_MAX_TRIES}); do if nslookup {master}; then err=0 && break; fi;echo waiting for master; sleep 2; done; exit $err"
+        )],
+    }))
+    .map_err(|e| FrameworkError(e.to_string()))
+}
+
+/// Kubeflow's PyTorchJob `UpdateJobStatus` (Master, then Worker: Kubeflow's map order is random).
+pub fn update_status(job: &PyTorchJob, u: &mut StatusUpdate<'_, '_>, policy: &SuccessPolicy) {
+    let _ = policy;
+    let (ns, name) = (u.namespace().to_owned(), u.name().to_owned());
+    let has_master = u.specs().contains_key("Master");
+    let elastic = job.spec.extra.elastic_policy.is_some();
+    for rtype in ["Master", "Worker"] {
+        let Some(r) = u.role(rtype) else { continue };
+        let (replicas, policy) = (r.replicas, r.restart_policy);
+        let (expected, running, failed, succeeded) =
+            (r.replicas - r.succeeded, r.active, r.failed, r.succeeded);
+        if has_master {
+            if rtype == "Master" {
+                if running > 0 {
+                    u.set_running(format!("PyTorchJob {name} is running."));
+                }
+                if expected == 0 {
+                    u.set_succeeded(format!("PyTorchJob {name} is successfully completed."));
+                    return;
+                }
+            }
+        } else if rtype == "Worker" {
+            if expected == 0 || (elastic && succeeded > 0) {
+                u.set_succeeded(format!("PyTorchJob {ns}/{name} successfully completed."));
+            } else if running > 0 {
+                u.set_running(format!("PyTorchJob {ns}/{name} is running."));
+            }
+        }
+        if failed > 0 && replicas > succeeded + running {
+            if policy == RestartPolicy::Never {
+                u.set_failed(format!(
+                    "PyTorchJob {name} is failed because {failed} {rtype} replica(s) failed."
+                ));
+            } else {
+                u.set_restarting(format!(
+                    "PyTorchJob {name} is restarting because {failed} {rtype} replica(s) failed."
+                ));
+            }
+        }
+    }
+}
