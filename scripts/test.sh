@@ -17,5 +17,10 @@ cargo fmt --all -- --check
 step "cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 
+step "kfop gen --check on every bundled operator"
+for manifest in examples/*/kfop.yaml; do
+  cargo run --quiet -p kfop -- gen --check --dir "$(dirname "$manifest")"
+done
+
 step "cargo test --workspace"
 cargo test --workspace

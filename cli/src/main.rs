@@ -14,7 +14,8 @@ fn say(text: &str) {
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,kube_client::client::builder=off".into()),
         )
         .with_writer(std::io::stderr)
         .init();

@@ -1,0 +1,25 @@
+//! The all-in-one operator's pieces: which kinds to run, their CRDs, and the demo.
+use std::collections::BTreeSet;
+
+use kfop_runtime::manager::Manager;
+
+pub mod crds;
+pub mod demo;
+pub mod schemes;
+
+use schemes::Scheme;
+
+/// Registers the controllers of the enabled kinds.
+pub fn register(mut manager: Manager, enabled: &BTreeSet<Scheme>) -> Manager {
+    for scheme in enabled {
+        manager = match scheme {
+            Scheme::TfJob => manager.register(tensorflow_operator::Tensorflow),
+            Scheme::PyTorchJob => manager.register(pytorch_operator::Pytorch),
+            Scheme::XgBoostJob => manager.register(xgboost_operator::Xgboost),
+            Scheme::PaddleJob => manager.register(paddle_operator::Paddle),
+            Scheme::JaxJob => manager.register(jax_operator::Jax),
+            Scheme::MxJob => manager.register(mxnet_operator::Mxnet),
+        };
+    }
+    manager
+}

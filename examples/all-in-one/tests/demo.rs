@@ -1,0 +1,51 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The README's main command as a user runs it: `kfop-operator demo` starts a local control
+//! plane, runs every kind in one process and drives one sample job per kind to Succeeded.
+use std::process::Command;
+
+fn operator(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_kfop-operator"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn demo_runs_every_sample_to_success() {
+    let out = operator(&["demo", "--train-seconds", "1"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for job in [
+        "TFJob/tf-dist-mnist",
+        "PyTorchJob/pytorch-simple",
+        "XGBoostJob/xgboost-dist-iris",
+        "PaddleJob/paddle-simple-cpu",
+        "JAXJob/jaxjob-simple",
+        "MXJob/mxnet-job",
+    ] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.starts_with(job) && l.ends_with("Succeeded")),
+            "{job}:\n{stdout}"
+        );
+    }
+    assert!(stdout.contains("all 6 jobs Succeeded"), "{stdout}");
+}
+
+#[test]
+fn enable_scheme_selects_kinds_case_insensitively() {
+    let out = operator(&["crds", "--enable-scheme", "TFJob", "--enable-scheme", "jaxjob"]);
+    assert!(out.status.success());
+    let yaml = String::from_utf8_lossy(&out.stdout);
+    assert!(yaml.contains("name: tfjobs.kubeflow.org") && yaml.contains("name: jaxjobs.kubeflow.org"));
+    assert!(!yaml.contains("pytorchjobs"), "{yaml}");
+
+    let out = operator(&["crds", "--enable-scheme", "mpijob"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--enable-scheme: unknown kind `mpijob`"));
+}
