@@ -11,6 +11,17 @@ step "control plane binaries"
 bin=$(testenv/controlplane/build.sh | tail -n 1)
 echo "using $bin"
 
+step "Python environment for the Kubeflow SDK test"
+cache=${KFOP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kfop}
+venv="$cache/sdk-venv"
+stamp="$venv/.requirements-$(sha256sum tests/sdk/requirements.txt | cut -c1-16)"
+if [ ! -e "$stamp" ]; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check -r tests/sdk/requirements.txt
+  touch "$stamp"
+fi
+export KFOP_SDK_PYTHON="$venv/bin/python"
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 

@@ -124,6 +124,14 @@ impl Fixture {
         .unwrap()
     }
 
+    async fn patch_labels(&self, name: &str, n: i32) {
+        let patch = json!({ "metadata": { "labels": { "poke": n.to_string() } } });
+        self.jobs
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .unwrap();
+    }
+
     async fn patch_spec(&self, name: &str, patch: serde_json::Value) {
         self.jobs
             .patch(
@@ -234,6 +242,20 @@ async fn resources_have_kubeflow_names_labels_and_owners_and_the_job_succeeds() 
         ]
     );
     assert!(status.completion_time.is_some() && status.start_time.is_some());
+
+    // Later reconciles of the finished job leave its counts alone (a merge patch that omitted
+    // zero counts once made `succeeded` grow by `active` on every pass).
+    for i in 0..3 {
+        f.patch_labels("tj", i).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let status = f.status("tj").await;
+    let master = &status.replica_statuses["Master"];
+    assert_eq!((master.succeeded, master.active), (1, 0));
+    assert_eq!(
+        status.replica_statuses["Worker"].succeeded, 3,
+        "active workers count as succeeded"
+    );
     op.stop().await;
 }
 

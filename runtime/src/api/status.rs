@@ -22,15 +22,16 @@ pub struct JobStatus {
     pub last_reconcile_time: Option<Time>,
 }
 
-/// Pod counts of one replica type.
+/// Pod counts of one replica type. Zero counts are written out (Kubeflow omits them): status is
+/// stored by merge patch, where an omitted field keeps its old value.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ReplicaStatus {
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default)]
     pub active: i32,
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default)]
     pub succeeded: i32,
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default)]
     pub failed: i32,
     /// Deprecated by Kubeflow in favour of `selector`; kept for readers of old statuses.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -38,11 +39,6 @@ pub struct ReplicaStatus {
     /// The label selector of this replica type's pods, in string form (for the scale subresource).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selector: Option<String>,
-}
-
-#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
-fn is_zero(n: &i32) -> bool {
-    *n == 0
 }
 
 /// One observed condition of a job.
