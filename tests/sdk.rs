@@ -7,11 +7,10 @@ use std::process::Command;
 use std::time::Duration;
 
 use kfop_operator::schemes;
-use kfop_runtime::controller::ControllerConfig;
 use kfop_runtime::k8s_openapi::api::core::v1::Pod;
 use kfop_runtime::kube::ResourceExt;
 use kfop_runtime::kube::api::{Api, ListParams};
-use kfop_runtime::manager::{Manager, ManagerConfig};
+use kfop_runtime::testing::Operator;
 use kfop_testenv::{TestEnv, pods};
 
 fn python() -> PathBuf {
@@ -37,20 +36,7 @@ async fn kubeflow_python_sdk_drives_pytorch_and_tf_jobs() {
         .await
         .unwrap();
     let ns = env.namespace("sdk").await.unwrap();
-    let config = ManagerConfig {
-        controller: ControllerConfig {
-            namespace: Some(ns.name().to_owned()),
-            ..ControllerConfig::default()
-        },
-        reporter: "kfop-operator".to_owned(),
-        ..ManagerConfig::default()
-    };
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let operator = tokio::spawn(
-        kfop_operator::register(Manager::new(ns.client(), config), &enabled).run(async move {
-            let _ = stopped.await;
-        }),
-    );
+    let operator = Operator::start(ns.client(), ns.name(), |m| kfop_operator::register(m, &enabled));
     // kwok plays the kubelet: "train" each running pod for a moment, then end it with exit 0.
     let pods_api: Api<Pod> = ns.api();
     let driver = tokio::spawn(async move {
@@ -75,8 +61,7 @@ async fn kubeflow_python_sdk_drives_pytorch_and_tf_jobs() {
         .env("KFOP_SDK_NAMESPACE", ns.name());
     let out = tokio::process::Command::from(pytest).output().await.unwrap();
     driver.abort();
-    let _ = stop.send(());
-    let _ = operator.await;
+    operator.stop().await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     println!("{stdout}");
     assert!(

@@ -101,6 +101,22 @@ pub struct PodContext<'a, J> {
     pub index: i32,
 }
 
+impl<J: TrainingJob> PodContext<'_, J> {
+    /// Runs `f` with this pod's template context: job name and namespace, role, index, specs.
+    pub fn with_env<R>(&self, info: &FrameworkInfo, f: impl FnOnce(&crate::env::EnvContext<'_>) -> R) -> R {
+        use kube::ResourceExt;
+        let (job, namespace) = (self.job.name_any(), self.job.namespace().unwrap_or_default());
+        f(&crate::env::EnvContext {
+            info,
+            job: &job,
+            namespace: &namespace,
+            specs: self.specs,
+            role: self.role,
+            index: self.index,
+        })
+    }
+}
+
 /// An error a framework hook reports for one job (shown in an event and the log; the job is
 /// retried with backoff).
 #[derive(Debug, thiserror::Error)]

@@ -2,11 +2,15 @@
 //! manager and the shutdown signal, so an operator's `main` is a few lines.
 use std::net::SocketAddr;
 
-use clap::Args;
+use std::process::ExitCode;
+
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use kube::CustomResourceExt;
 
 use crate::client::{self, RateLimit};
 use crate::controller::ControllerConfig;
 use crate::error::{Error, Result};
+use crate::framework::{Framework, TrainingJob};
 use crate::manager::{LeaderElection, Manager, ManagerConfig};
 
 /// Flags every kfop operator accepts (names follow Kubeflow's training-operator).
@@ -104,4 +108,57 @@ async fn shutdown_signal() {
         () = terminate => {},
     }
     tracing::info!("shutting down");
+}
+
+#[derive(Debug, Parser)]
+struct SingleCli {
+    #[command(subcommand)]
+    command: Option<SingleCommand>,
+    #[command(flatten)]
+    operator: OperatorArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum SingleCommand {
+    /// Print the CustomResourceDefinition as YAML
+    Crd,
+}
+
+/// The whole `main` of a one-framework operator: logging, flags, `crd` to print the CRD, else
+/// run until SIGTERM.
+pub async fn main<F>() -> ExitCode
+where
+    F: Framework + Default,
+    F::Job: CustomResourceExt,
+{
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,kube_client::client::builder=off".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let framework = F::default();
+    let info = <F::Job as TrainingJob>::framework_info();
+    let kind = <F::Job as kube::Resource>::kind(&());
+    let command = SingleCli::command().about(format!("The {kind} operator"));
+    let parsed = SingleCli::from_arg_matches(&command.get_matches());
+    let cli = match parsed {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    let result = match cli.command {
+        Some(SingleCommand::Crd) => crate::crd_yaml(&F::Job::crd()).map(|yaml| {
+            use std::io::Write;
+            let _ = std::io::stdout().write_all(yaml.as_bytes());
+        }),
+        None => run(&cli.operator, &info.controller_name, |m| m.register(framework)).await,
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = %e, "operator failed");
+            ExitCode::FAILURE
+        }
+    }
 }

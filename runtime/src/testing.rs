@@ -7,7 +7,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::api::{JobStatus, ReplicaSpec, RestartPolicy, RunPolicy};
+use crate::controller::ControllerConfig;
 use crate::framework::{Framework, FrameworkInfo, Role, TrainingJob};
+use crate::manager::{Manager, ManagerConfig};
 
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
@@ -99,4 +101,43 @@ pub fn job(ns: &str, name: &str, roles: &[(&str, ReplicaSpec)]) -> TestJob {
     );
     job.metadata.namespace = Some(ns.to_owned());
     job
+}
+
+/// An operator running in the test's runtime, watching one namespace.
+#[derive(Debug)]
+pub struct Operator {
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<crate::Result<()>>,
+}
+
+impl Operator {
+    /// Starts a manager scoped to `namespace` with the frameworks `register` adds.
+    pub fn start(client: kube::Client, namespace: &str, register: impl FnOnce(Manager) -> Manager) -> Self {
+        let config = ManagerConfig {
+            controller: ControllerConfig {
+                namespace: Some(namespace.to_owned()),
+                ..ControllerConfig::default()
+            },
+            reporter: "kfop-test".to_owned(),
+            ..ManagerConfig::default()
+        };
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(register(Manager::new(client, config)).run(async move {
+            let _ = rx.await;
+        }));
+        Self { stop: Some(tx), task }
+    }
+
+    /// Kills the operator without a graceful stop, as a crash would.
+    pub fn kill(self) {
+        self.task.abort();
+    }
+
+    /// Stops gracefully and waits (at most 10 s) for the manager to finish.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(10), self.task).await;
+    }
 }

@@ -7,50 +7,11 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Pod, Service};
 use kfop_runtime::api::{CleanPodPolicy, ConditionStatus, JobConditionType as C, JobStatus, RestartPolicy};
-use kfop_runtime::controller::ControllerConfig;
 use kfop_runtime::kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
-use kfop_runtime::kube::{Client, CustomResourceExt, ResourceExt};
-use kfop_runtime::manager::{Manager, ManagerConfig};
-use kfop_runtime::testing::{TestFramework, TestJob, job, replica};
+use kfop_runtime::kube::{CustomResourceExt, ResourceExt};
+use kfop_runtime::testing::{Operator, TestFramework, TestJob, job, replica};
 use kfop_testenv::{TestEnv, TestNamespace, pods, wait};
 use serde_json::json;
-
-/// An operator running the test framework in one namespace, as a task of the test's runtime.
-struct Operator {
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<kfop_runtime::Result<()>>,
-}
-
-impl Operator {
-    fn start(client: Client, ns: &str) -> Self {
-        let config = ManagerConfig {
-            controller: ControllerConfig {
-                namespace: Some(ns.to_owned()),
-                ..ControllerConfig::default()
-            },
-            reporter: "kfop-test".to_owned(),
-            ..ManagerConfig::default()
-        };
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let manager = Manager::new(client, config).register(TestFramework::default());
-        let task = tokio::spawn(manager.run(async move {
-            let _ = rx.await;
-        }));
-        Self { stop: Some(tx), task }
-    }
-
-    /// Kills the operator without a graceful stop, as a crash would.
-    fn kill(self) {
-        self.task.abort();
-    }
-
-    async fn stop(mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-        let _ = tokio::time::timeout(Duration::from_secs(10), self.task).await;
-    }
-}
 
 struct Fixture {
     ns: TestNamespace,
@@ -63,7 +24,7 @@ async fn fixture(prefix: &str) -> (Fixture, Operator) {
     let env = TestEnv::shared().unwrap();
     env.install_crds([TestJob::crd()]).await.unwrap();
     let ns = env.namespace(prefix).await.unwrap();
-    let operator = Operator::start(ns.client(), ns.name());
+    let operator = Operator::start(ns.client(), ns.name(), |m| m.register(TestFramework::default()));
     let f = Fixture {
         jobs: ns.api(),
         pods: ns.api(),
@@ -534,7 +495,9 @@ async fn operator_restart_mid_job_converges_without_duplicates() {
     let pods = f.wait_pods(&MW3, "Running").await;
     op.kill();
     pods::finish(&f.pods, "tj-worker-1", 0, 0).await.unwrap();
-    let op = Operator::start(f.ns.client(), f.ns.name());
+    let op = Operator::start(f.ns.client(), f.ns.name(), |m| {
+        m.register(TestFramework::default())
+    });
     f.wait_condition("tj", C::Running).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let now = f.pods.list(&ListParams::default()).await.unwrap().items;

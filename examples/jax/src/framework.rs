@@ -5,9 +5,8 @@ use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use kfop_runtime::api::ReplicaSpec;
-use kfop_runtime::env::{EnvContext, EnvSpec, EnvValue, Template, TemplateError};
+use kfop_runtime::env::{EnvSpec, EnvValue, Template, TemplateError};
 use kfop_runtime::k8s_openapi::api::core::v1::PodTemplateSpec;
-use kfop_runtime::kube::ResourceExt;
 use kfop_runtime::plan::StatusUpdate;
 use kfop_runtime::policy::SuccessPolicy;
 use kfop_runtime::{Framework, FrameworkError, PodContext};
@@ -85,16 +84,8 @@ impl Framework for Jax {
         template: &mut PodTemplateSpec,
     ) -> Result<(), FrameworkError> {
         let env = ENV.as_ref().map_err(|e| FrameworkError(e.to_string()))?;
-        let (name, namespace) = (ctx.job.name_any(), ctx.job.namespace().unwrap_or_default());
-        let env_ctx = EnvContext {
-            info: self.info(),
-            job: &name,
-            namespace: &namespace,
-            specs: ctx.specs,
-            role: ctx.role,
-            index: ctx.index,
-        };
-        kfop_runtime::env::inject(env, &env_ctx, template).map_err(|e| FrameworkError(e.to_string()))?;
+        ctx.with_env(self.info(), |e| kfop_runtime::env::inject(env, e, template))
+            .map_err(|e| FrameworkError(e.to_string()))?;
         crate::hooks::decorate_pod(ctx, template)
     }
 

@@ -69,21 +69,15 @@ pub fn decorate_pod(
     ctx: &PodContext<'_, MXJob>,
     template: &mut PodTemplateSpec,
 ) -> Result<(), FrameworkError> {
-    let (name, namespace) = (ctx.job.name_any(), ctx.job.namespace().unwrap_or_default());
-    let env = EnvContext {
-        info: <MXJob as TrainingJob>::framework_info(),
-        job: &name,
-        namespace: &namespace,
-        specs: ctx.specs,
-        role: ctx.role,
-        index: ctx.index,
-    };
-    let config = mx_config(&env).map_err(FrameworkError)?;
+    let name = ctx.job.name_any();
+    let info = <MXJob as TrainingJob>::framework_info();
+    let (config, scheduler_port) = ctx.with_env(info, |env| (mx_config(env), env.port("Scheduler")));
+    let config = config.map_err(FrameworkError)?;
     let replicas = |role: &str| ctx.specs.get(role).map_or(0, ReplicaSpec::replicas);
     let (root_uri, root_port) = match ctx.specs.get("Scheduler").filter(|s| s.replicas() > 0) {
         Some(_) => (
             child_name(&name, "Scheduler", 0),
-            env.port("Scheduler").map_err(|e| FrameworkError(e.0))?,
+            scheduler_port.map_err(|e| FrameworkError(e.0))?,
         ),
         None => (String::new(), 0),
     };

@@ -113,16 +113,9 @@ pub fn decorate_pod(
     ctx: &PodContext<'_, PyTorchJob>,
     template: &mut PodTemplateSpec,
 ) -> Result<(), FrameworkError> {
-    let (name, namespace) = (ctx.job.name_any(), ctx.job.namespace().unwrap_or_default());
-    let env_ctx = EnvContext {
-        info: <PyTorchJob as TrainingJob>::framework_info(),
-        job: &name,
-        namespace: &namespace,
-        specs: ctx.specs,
-        role: ctx.role,
-        index: ctx.index,
-    };
-    let vars = env(ctx.job, &env_ctx).map_err(FrameworkError)?;
+    let name = ctx.job.name_any();
+    let info = <PyTorchJob as TrainingJob>::framework_info();
+    let vars = ctx.with_env(info, |e| env(ctx.job, e)).map_err(FrameworkError)?;
     let Some(pod) = template.spec.as_mut() else {
         return Ok(());
     };

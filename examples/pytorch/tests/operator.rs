@@ -4,11 +4,10 @@
 //! KFOP_TEST_KUBECONFIG): a PyTorchJob gets its pods with the manifest's environment and
 //! succeeds when they do. This file is yours: `kfop gen` never touches it.
 use kfop_runtime::api::JobConditionType;
-use kfop_runtime::controller::ControllerConfig;
 use kfop_runtime::k8s_openapi::api::core::v1::Pod;
 use kfop_runtime::kube::api::{Api, PostParams};
 use kfop_runtime::kube::{CustomResourceExt, ResourceExt};
-use kfop_runtime::manager::{Manager, ManagerConfig};
+use kfop_runtime::testing::Operator;
 use kfop_testenv::{TestEnv, pods, wait};
 use pytorch_operator::{PyTorchJob, Pytorch};
 
@@ -24,22 +23,7 @@ async fn a_job_gets_its_pods_and_succeeds() {
     let env = TestEnv::shared().unwrap();
     env.install_crds([PyTorchJob::crd()]).await.unwrap();
     let ns = env.namespace("pytorch").await.unwrap();
-    let config = ManagerConfig {
-        controller: ControllerConfig {
-            namespace: Some(ns.name().to_owned()),
-            ..ControllerConfig::default()
-        },
-        reporter: "pytorchjob-controller".to_owned(),
-        ..ManagerConfig::default()
-    };
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let operator = tokio::spawn(
-        Manager::new(ns.client(), config)
-            .register(Pytorch)
-            .run(async move {
-                let _ = stopped.await;
-            }),
-    );
+    let operator = Operator::start(ns.client(), ns.name(), |m| m.register(Pytorch));
 
     let job: PyTorchJob = serde_json::from_value(serde_json::json!({
         "apiVersion": "kubeflow.org/v1",
@@ -103,6 +87,5 @@ async fn a_job_gets_its_pods_and_succeeds() {
     .await
     .unwrap();
     assert_eq!(jobs.get("test").await.unwrap().name_any(), "test");
-    let _ = stop.send(());
-    let _ = operator.await;
+    operator.stop().await;
 }

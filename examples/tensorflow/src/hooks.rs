@@ -4,7 +4,6 @@ use std::collections::BTreeMap;
 use kfop_runtime::api::{JobConditionType, ReplicaSpec};
 use kfop_runtime::env::EnvContext;
 use kfop_runtime::k8s_openapi::api::core::v1::{EnvVar, PodTemplateSpec};
-use kfop_runtime::kube::ResourceExt;
 use kfop_runtime::labels::child_name;
 use kfop_runtime::plan::StatusUpdate;
 use kfop_runtime::policy::SuccessPolicy;
@@ -36,17 +35,12 @@ pub fn decorate_pod(
     if total == 1 {
         return Ok(());
     }
-    let env = EnvContext {
-        info: <TFJob as TrainingJob>::framework_info(),
-        job: &ctx.job.name_any(),
-        namespace: &ctx.job.namespace().unwrap_or_default(),
-        specs: ctx.specs,
-        role: ctx.role,
-        index: ctx.index,
-    };
     let domain = std::env::var("CUSTOM_CLUSTER_DOMAIN").unwrap_or_default();
     let dynamic = ctx.job.spec.extra.enable_dynamic_worker.unwrap_or(false);
-    let value = tf_config(&env, &domain, dynamic).map_err(FrameworkError)?;
+    let info = <TFJob as TrainingJob>::framework_info();
+    let value = ctx
+        .with_env(info, |env| tf_config(env, &domain, dynamic))
+        .map_err(FrameworkError)?;
     let Some(pod) = template.spec.as_mut() else {
         return Ok(());
     };
