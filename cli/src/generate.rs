@@ -128,7 +128,7 @@ pub fn render(m: &Model, paths: &Paths) -> Result<Vec<File>, GenerateError> {
     add!("README.md", Owner::User, Readme {});
     add!(
         "tests/operator.rs",
-        Owner::User,
+        Owner::Kfop,
         OperatorTest {
             expected_env: expected_env(m),
             test_replicas: test_replicas(m)

@@ -106,10 +106,10 @@ fn check_fails_after_a_manifest_edit_and_passes_after_gen() {
     let err = gen_crate(&gen_args(tmp.path(), &["--check"])).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "stale generated files (run `kfop gen`): src/framework.rs"
+        "stale generated files (run `kfop gen`): src/framework.rs, tests/operator.rs"
     );
     let report = gen_crate(&gen_args(tmp.path(), &[])).unwrap();
-    assert_eq!(report.written, ["src/framework.rs"]);
+    assert_eq!(report.written, ["src/framework.rs", "tests/operator.rs"]);
     gen_crate(&gen_args(tmp.path(), &["--check"])).unwrap();
     assert!(
         std::fs::read_to_string(tmp.path().join("src/framework.rs"))

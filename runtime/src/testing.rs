@@ -103,11 +103,11 @@ pub fn job(ns: &str, name: &str, roles: &[(&str, ReplicaSpec)]) -> TestJob {
     job
 }
 
-/// An operator running in the test's runtime, watching one namespace.
+/// An operator running in the test's runtime, watching one namespace. Dropping it kills it.
 #[derive(Debug)]
 pub struct Operator {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<crate::Result<()>>,
+    task: Option<tokio::task::JoinHandle<crate::Result<()>>>,
 }
 
 impl Operator {
@@ -125,12 +125,15 @@ impl Operator {
         let task = tokio::spawn(register(Manager::new(client, config)).run(async move {
             let _ = rx.await;
         }));
-        Self { stop: Some(tx), task }
+        Self {
+            stop: Some(tx),
+            task: Some(task),
+        }
     }
 
     /// Kills the operator without a graceful stop, as a crash would.
     pub fn kill(self) {
-        self.task.abort();
+        drop(self);
     }
 
     /// Stops gracefully and waits (at most 10 s) for the manager to finish.
@@ -138,6 +141,16 @@ impl Operator {
         if let Some(tx) = self.stop.take() {
             let _ = tx.send(());
         }
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(10), self.task).await;
+        if let Some(task) = self.task.take() {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(10), task).await;
+        }
+    }
+}
+
+impl Drop for Operator {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
     }
 }

@@ -11,6 +11,7 @@ mod assets;
 mod env;
 mod error;
 mod kubeconfig;
+pub mod lifecycle;
 mod nodes;
 mod pki;
 mod plane;
