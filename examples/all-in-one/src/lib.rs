@@ -5,6 +5,7 @@ use kfop_runtime::manager::Manager;
 
 pub mod crds;
 pub mod demo;
+pub mod deploy;
 pub mod schemes;
 
 use schemes::Scheme;

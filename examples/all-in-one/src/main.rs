@@ -8,7 +8,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use kfop_operator::{crds, demo, register, schemes};
+use kfop_operator::{crds, demo, deploy, register, schemes};
 use kfop_runtime::operator::{OperatorArgs, run};
 
 #[derive(Debug, Parser)]
@@ -32,6 +32,8 @@ struct Cli {
 enum Command {
     /// Print the CustomResourceDefinitions of the enabled kinds as YAML
     Crds,
+    /// Print everything to install the operator: CRDs, RBAC, a non-root Deployment
+    Deploy,
     /// Start a local control plane, run the operator and drive one sample job per kind to Succeeded
     Demo(demo::DemoArgs),
 }
@@ -55,6 +57,9 @@ async fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Crds) => crds::yaml(&enabled)
             .map(|text| kfop_operator::demo::say(text.trim_end()))
+            .map_err(|e| e.to_string()),
+        Some(Command::Deploy) => deploy::manifests(&enabled)
+            .map(|text| demo::say(text.trim_end()))
             .map_err(|e| e.to_string()),
         Some(Command::Demo(args)) => demo::run(&args, &enabled).await.map_err(|e| e.to_string()),
         None => run(&cli.operator, "kfop-operator", |m| register(m, &enabled))
