@@ -191,3 +191,108 @@ pub fn update_status(job: &PyTorchJob, u: &mut StatusUpdate<'_, '_>, policy: &Su
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::PyTorchJob;
+    use kfop_runtime::serde_json::json;
+
+    fn job(spec: kfop_runtime::serde_json::Value) -> PyTorchJob {
+        kfop_runtime::serde_json::from_value(json!({
+            "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+            "metadata": { "name": "test-job", "namespace": "default" },
+            "spec": spec,
+        }))
+        .unwrap()
+    }
+
+    fn replica(n: i32, port: i32) -> kfop_runtime::serde_json::Value {
+        json!({ "replicas": n, "template": { "spec": { "containers": [
+            { "name": "pytorch", "image": "x", "ports": [{ "name": "pytorchjob-port", "containerPort": port }] }
+        ] } } })
+    }
+
+    fn vars(job: &PyTorchJob, role: &str, index: i32) -> Vec<(String, String)> {
+        let specs = kfop_runtime::defaults::defaulted_specs(
+            <PyTorchJob as TrainingJob>::framework_info(),
+            &job.spec.pytorch_replica_specs,
+        );
+        let ctx = EnvContext {
+            info: <PyTorchJob as TrainingJob>::framework_info(),
+            job: "test-job",
+            namespace: "default",
+            specs: &specs,
+            role,
+            index,
+        };
+        env(job, &ctx).unwrap()
+    }
+
+    fn get<'a>(vars: &'a [(String, String)], key: &str) -> Option<&'a str> {
+        vars.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+
+    /// Kubeflow's "Should get the corresponding resources" case: 1 master (port 8080) + 2 workers.
+    #[test]
+    fn master_worker_env() {
+        let j =
+            job(json!({ "pytorchReplicaSpecs": { "Master": replica(1, 8080), "Worker": replica(2, 8080) } }));
+        let w = vars(&j, "Worker", 1);
+        let names: Vec<&str> = w.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "MASTER_PORT",
+                "PET_MASTER_PORT",
+                "MASTER_ADDR",
+                "PET_MASTER_ADDR",
+                "WORLD_SIZE",
+                "RANK",
+                "PET_NODE_RANK",
+                "PET_NPROC_PER_NODE",
+                "PET_NNODES"
+            ]
+        );
+        assert_eq!(get(&w, "MASTER_PORT"), Some("8080"));
+        assert_eq!(get(&w, "MASTER_ADDR"), Some("test-job-master-0"));
+        assert_eq!(get(&w, "WORLD_SIZE"), Some("3"));
+        assert_eq!(get(&w, "RANK"), Some("2"));
+        assert_eq!(get(&w, "PET_NPROC_PER_NODE"), Some("auto"));
+        assert_eq!(get(&w, "PET_NNODES"), Some("3"));
+        assert_eq!(get(&vars(&j, "Master", 0), "RANK"), Some("0"));
+    }
+
+    #[test]
+    fn nproc_per_node_multiplies_world_size() {
+        let j = job(
+            json!({ "nprocPerNode": "4", "pytorchReplicaSpecs": { "Master": replica(1, 23456), "Worker": replica(1, 23456) } }),
+        );
+        assert_eq!(get(&vars(&j, "Worker", 0), "WORLD_SIZE"), Some("8"));
+    }
+
+    /// Kubeflow's elastic case: Worker x1, c10d, min 1, max 3, maxRestarts 3.
+    #[test]
+    fn elastic_env() {
+        let j = job(json!({
+            "elasticPolicy": { "rdzvBackend": "c10d", "minReplicas": 1, "maxReplicas": 3, "maxRestarts": 3,
+                               "rdzvConf": [{ "key": "a", "value": "1" }, { "key": "b", "value": "2" }] },
+            "pytorchReplicaSpecs": { "Worker": replica(1, 8080) },
+        }));
+        let w = vars(&j, "Worker", 0);
+        assert_eq!(get(&w, "PET_RDZV_ENDPOINT"), Some("test-job-worker-0:8080"));
+        assert_eq!(get(&w, "PET_RDZV_BACKEND"), Some("c10d"));
+        assert_eq!(get(&w, "PET_NNODES"), Some("1:3"));
+        assert_eq!(get(&w, "PET_MAX_RESTARTS"), Some("3"));
+        assert_eq!(get(&w, "PET_RDZV_CONF"), Some("a=1,b=2"));
+        assert_eq!(get(&w, "MASTER_ADDR"), None, "worker-only jobs get no MASTER_*");
+    }
+
+    #[test]
+    fn init_container_waits_for_the_master() {
+        let c = init_container("test-job-master-0").unwrap();
+        assert_eq!(c.name, "init-pytorch");
+        let command = c.command.unwrap();
+        assert!(command[2].contains("nslookup test-job-master-0") && command[2].contains("seq 100"));
+    }
+}
