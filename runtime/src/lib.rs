@@ -14,6 +14,7 @@ pub mod defaults;
 pub mod env;
 mod error;
 pub mod framework;
+mod glue;
 pub mod labels;
 pub mod manager;
 pub mod metrics;

@@ -1,15 +1,9 @@
 {{ header }}
 //! The {{ m.framework_type() }} framework: environment from the manifest, then the hooks in
 //! `src/hooks.rs`.
-use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
-use kfop_runtime::api::ReplicaSpec;
 use kfop_runtime::env::{EnvSpec, {% if !m.env.is_empty() %}EnvValue, Template, {% endif %}TemplateError};
-use kfop_runtime::k8s_openapi::api::core::v1::PodTemplateSpec;
-use kfop_runtime::plan::StatusUpdate;
-use kfop_runtime::policy::SuccessPolicy;
-use kfop_runtime::{Framework, FrameworkError, PodContext};
 
 use crate::api::{{ m.kind }};
 
@@ -45,33 +39,10 @@ static ENV: LazyLock<Result<Vec<EnvSpec>, TemplateError>> = LazyLock::new(|| {
     ])
 });
 
-impl Framework for {{ m.framework_type() }} {
-    type Job = {{ m.kind }};
-
-    fn is_master(&self, specs: &BTreeMap<String, ReplicaSpec>, role: &str, index: i32) -> bool {
-        let declared = self.info().role(role).is_some_and(|r| r.master);
-        crate::hooks::is_master(specs, role, index, declared)
-    }
-
-    fn decorate_pod(&self, ctx: &PodContext<'_, {{ m.kind }}>, template: &mut PodTemplateSpec) -> Result<(), FrameworkError> {
-        let env = ENV.as_ref().map_err(|e| FrameworkError(e.to_string()))?;
-        ctx.with_env(self.info(), |e| kfop_runtime::env::inject(env, e, template))
-            .map_err(|e| FrameworkError(e.to_string()))?;
-        crate::hooks::decorate_pod(ctx, template)
-    }
-
-    fn success_policy(&self, job: &{{ m.kind }}, specs: &BTreeMap<String, ReplicaSpec>) -> SuccessPolicy {
-        let _ = job;
-{%- for (kind, role) in m.success %}
-        if specs.contains_key("{{ role }}") {
-            return SuccessPolicy::{{ kind.variant() }}("{{ role }}".to_owned());
-        }
-{%- endfor %}
-        SuccessPolicy::master_else_all(self.info(), specs)
-    }
-
-    fn update_status(&self, job: &{{ m.kind }}, update: &mut StatusUpdate<'_, '_>) {
-        let policy = self.success_policy(job, update.specs());
-        crate::hooks::update_status(job, update, &policy);
-    }
-}
+kfop_runtime::manifest_framework!(
+    {{ m.framework_type() }},
+    {{ m.kind }},
+    env = ENV,
+    success = [{% for (kind, role) in m.success %}({{ kind.variant() }}, "{{ role }}"), {% endfor %}],
+    hooks = crate::hooks,
+);
