@@ -20,6 +20,12 @@ pub enum Error {
     )]
     CrdMissing { kind: String, source: kube::Error },
 
+    #[error("preparing {object}: {source}")]
+    Prepare {
+        object: String,
+        source: crate::framework::FrameworkError,
+    },
+
     #[error("Kubernetes client configuration: {0}")]
     Config(String),
 
@@ -40,6 +46,7 @@ impl Error {
             Self::Plan { .. } => "plan",
             Self::Kube { .. } => "kube",
             Self::CrdMissing { .. } => "crd_missing",
+            Self::Prepare { .. } => "prepare",
             Self::Config(_) => "config",
             Self::Server(_) => "server",
             Self::SharedWatch(_) => "shared_watch",

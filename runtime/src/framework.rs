@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::api::{JobStatus, ReplicaSpec, RestartPolicy, RunPolicy};
-use crate::plan::StatusUpdate;
+use crate::plan::{DesiredObject, Observed, StatusUpdate};
 use crate::policy::SuccessPolicy;
 
 /// A training-job custom resource: a spec with replica specs and a run policy, and a status.
@@ -117,6 +117,28 @@ impl<J: TrainingJob> PodContext<'_, J> {
     }
 }
 
+/// Where a job is in its life, for [`Framework::desired_objects`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobPhase {
+    /// Neither suspended nor finished: pods are being run.
+    Active,
+    Suspended,
+    /// Succeeded or failed.
+    Finished,
+}
+
+/// What [`Framework::desired_objects`] knows about the job.
+#[derive(Debug)]
+pub struct JobContext<'a, J> {
+    pub job: &'a J,
+    /// Defaulted replica specs, keyed by canonical role name.
+    pub specs: &'a BTreeMap<String, ReplicaSpec>,
+    /// The job's children as the caches show them, including owned objects of
+    /// [`Framework::owned_kinds`].
+    pub observed: &'a Observed,
+    pub phase: JobPhase,
+}
+
 /// An error a framework hook reports for one job (shown in an event and the log; the job is
 /// retried with backoff).
 #[derive(Debug, thiserror::Error)]
@@ -166,5 +188,32 @@ pub trait Framework: Send + Sync + 'static {
     /// Whether each replica gets a headless service named like its pod.
     fn creates_services(&self) -> bool {
         true
+    }
+
+    /// Whether the engine creates pods for `role` (MPI's launcher runs in a batch Job instead).
+    fn creates_pods(&self, role: &str) -> bool {
+        let _ = role;
+        true
+    }
+
+    /// Kinds of objects, besides pods and services, that this framework's jobs own: they are
+    /// watched (label `training.kubeflow.org/operator-name` present), and an owned one that
+    /// [`Framework::desired_objects`] no longer returns is deleted.
+    fn owned_kinds(&self) -> Vec<kube::api::ApiResource> {
+        Vec::new()
+    }
+
+    /// The objects of [`Framework::owned_kinds`] the job should have now. Pure: everything it
+    /// needs is in `ctx`; randomness (keys) belongs in [`Framework::prepare_object`].
+    fn desired_objects(&self, ctx: &JobContext<'_, Self::Job>) -> Result<Vec<DesiredObject>, FrameworkError> {
+        let _ = ctx;
+        Ok(Vec::new())
+    }
+
+    /// Completes an object just before it is created, with what a pure plan cannot hold
+    /// (e.g. a freshly generated key pair).
+    fn prepare_object(&self, object: &mut kube::api::DynamicObject) -> Result<(), FrameworkError> {
+        let _ = object;
+        Ok(())
     }
 }

@@ -26,7 +26,9 @@ pub mod server;
 pub mod testing;
 
 pub use error::{Error, Result};
-pub use framework::{Framework, FrameworkError, FrameworkInfo, PodContext, Role, TrainingJob};
+pub use framework::{
+    Framework, FrameworkError, FrameworkInfo, JobContext, JobPhase, PodContext, Role, TrainingJob,
+};
 pub use k8s_openapi;
 pub use kfop_derive::training_job;
 pub use kube;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::{Pod, Service};
+use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::{self, ReflectHandle, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -44,9 +45,28 @@ pub struct ManagerConfig {
 /// Events the shared watches buffer per subscriber before the watch waits for the slowest one.
 const SHARED_BUFFER: usize = 1024;
 
+/// A subscription to the shared watch of one owned kind, with its cache. (kube-runtime's shared
+/// streams need a `Default` dynamic type, which `DynamicObject` lacks, so the manager fans out
+/// itself.)
+type ObjectWatch = (ApiResource, Store<DynamicObject>, ObjectEvents);
+type ObjectEvents = futures::channel::mpsc::UnboundedReceiver<Arc<DynamicObject>>;
+
 type Start = Box<
-    dyn FnOnce(Shared, ReflectHandle<Pod>, ReflectHandle<Service>) -> BoxFuture<'static, Result<()>> + Send,
+    dyn FnOnce(
+            Shared,
+            ReflectHandle<Pod>,
+            ReflectHandle<Service>,
+            Vec<ObjectWatch>,
+        ) -> BoxFuture<'static, Result<()>>
+        + Send,
 >;
+
+/// A registered framework: its name, the other kinds it owns, and how to start its controller.
+struct Registered {
+    name: String,
+    kinds: Vec<ApiResource>,
+    start: Start,
+}
 
 /// What every registered framework gets from the manager.
 #[derive(Clone)]
@@ -65,12 +85,12 @@ pub struct Manager {
     client: Client,
     config: ManagerConfig,
     metrics: Arc<Metrics>,
-    frameworks: Vec<(String, Start)>,
+    frameworks: Vec<Registered>,
 }
 
 impl std::fmt::Debug for Manager {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let names: Vec<&str> = self.frameworks.iter().map(|(n, _)| n.as_str()).collect();
+        let names: Vec<&str> = self.frameworks.iter().map(|r| r.name.as_str()).collect();
         f.debug_struct("Manager")
             .field("config", &self.config)
             .field("frameworks", &names)
@@ -97,8 +117,13 @@ impl Manager {
     #[must_use]
     pub fn register<F: Framework>(mut self, framework: F) -> Self {
         let name = framework.info().controller_name.clone();
-        let start: Start = Box::new(move |shared: Shared, pod_events, service_events| {
+        let kinds = framework.owned_kinds();
+        let start: Start = Box::new(move |shared: Shared, pod_events, service_events, watches| {
             async move {
+                let (objects, object_events) = watches
+                    .into_iter()
+                    .map(|(_, store, events)| (store, events.boxed()))
+                    .unzip();
                 let ctx = Arc::new(Context {
                     client: shared.client,
                     framework: Arc::new(framework),
@@ -107,6 +132,7 @@ impl Manager {
                     recorder: shared.recorder,
                     pods: shared.pods,
                     services: shared.services,
+                    objects,
                     deleted: Deleted::default(),
                     written: Written::default(),
                 });
@@ -114,11 +140,11 @@ impl Manager {
                 let stop = async move {
                     let _ = shutdown.wait_for(|stop| *stop).await;
                 };
-                controller::run(ctx, pod_events, service_events, stop).await
+                controller::run(ctx, pod_events, service_events, object_events, stop).await
             }
             .boxed()
         });
-        self.frameworks.push((name, start));
+        self.frameworks.push(Registered { name, kinds, start });
         self
     }
 
@@ -190,17 +216,69 @@ impl Manager {
             services: services.clone(),
             shutdown: stop.clone(),
         };
+        // One shared watch per owned kind, however many frameworks own it.
+        let mut kinds: Vec<ApiResource> = Vec::new();
+        for kind in self.frameworks.iter().flat_map(|r| &r.kinds) {
+            if !kinds.iter().any(|k| same_kind(k, kind)) {
+                kinds.push(kind.clone());
+            }
+        }
+        let mut object_caches: Vec<_> = kinds
+            .iter()
+            .map(|kind| {
+                let writer = reflector::store::Writer::<DynamicObject>::new(kind.clone());
+                (kind.clone(), writer.as_reader(), writer, Vec::new())
+            })
+            .collect();
+
         // Every controller subscribes before the writers move into their watches.
         let mut controllers = Vec::with_capacity(self.frameworks.len());
-        for (name, start) in self.frameworks {
+        for registered in self.frameworks {
             let (Some(pod_events), Some(service_events)) =
                 (pod_writer.subscribe(), service_writer.subscribe())
             else {
-                return Err(Error::SharedWatch(name));
+                return Err(Error::SharedWatch(registered.name));
             };
-            controllers.push(start(shared.clone(), pod_events, service_events));
+            let mut watches = Vec::with_capacity(registered.kinds.len());
+            for kind in &registered.kinds {
+                if let Some((k, store, _, subscribers)) =
+                    object_caches.iter_mut().find(|(k, ..)| same_kind(k, kind))
+                {
+                    let (tx, rx) = futures::channel::mpsc::unbounded();
+                    subscribers.push(tx);
+                    watches.push((k.clone(), store.clone(), rx));
+                }
+            }
+            controllers.push((registered.start)(
+                shared.clone(),
+                pod_events,
+                service_events,
+                watches,
+            ));
         }
 
+        let object_stores: Vec<Store<DynamicObject>> =
+            object_caches.iter().map(|(_, store, ..)| store.clone()).collect();
+        let object_watches =
+            futures::future::join_all(object_caches.into_iter().map(|(kind, _, writer, subscribers)| {
+                let api: Api<DynamicObject> = match &self.config.controller.namespace {
+                    Some(ns) => Api::namespaced_with(self.client.clone(), ns, &kind),
+                    None => Api::all_with(self.client.clone(), &kind),
+                };
+                watcher(api, watcher_config.clone())
+                    .default_backoff()
+                    .reflect(writer)
+                    .touched_objects()
+                    .for_each(move |object| {
+                        if let Ok(object) = object {
+                            let object = Arc::new(object);
+                            for subscriber in &subscribers {
+                                let _ = subscriber.unbounded_send(object.clone());
+                            }
+                        }
+                        std::future::ready(())
+                    })
+            }));
         let pod_watch = watcher(pod_api, watcher_config.clone())
             .default_backoff()
             .reflect_shared(pod_writer)
@@ -210,7 +288,11 @@ impl Manager {
             .reflect_shared(service_writer)
             .for_each(|_| std::future::ready(()));
         let readiness = async move {
-            let synced = pods.wait_until_ready().await.is_ok() && services.wait_until_ready().await.is_ok();
+            let mut synced =
+                pods.wait_until_ready().await.is_ok() && services.wait_until_ready().await.is_ok();
+            for store in &object_stores {
+                synced = synced && store.wait_until_ready().await.is_ok();
+            }
             let _ = ready.send(synced);
             futures::future::pending::<()>().await;
         };
@@ -219,10 +301,15 @@ impl Manager {
             result = controllers => result.map(|_| ()),
             () = pod_watch => Ok(()),
             () = service_watch => Ok(()),
+            _ = object_watches => Ok(()),
             () = readiness => Ok(()),
             error = lost_lease => Err(error),
         }
     }
+}
+
+fn same_kind(a: &ApiResource, b: &ApiResource) -> bool {
+    a.api_version == b.api_version && a.kind == b.kind
 }
 
 /// This replica's hold on the leader lease.

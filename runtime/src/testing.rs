@@ -113,6 +113,11 @@ pub struct Operator {
 impl Operator {
     /// Starts a manager scoped to `namespace` with the frameworks `register` adds.
     pub fn start(client: kube::Client, namespace: &str, register: impl FnOnce(Manager) -> Manager) -> Self {
+        // `RUST_LOG=kfop_runtime=debug` shows what the operator did when a test fails.
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
         let config = ManagerConfig {
             controller: ControllerConfig {
                 namespace: Some(namespace.to_owned()),

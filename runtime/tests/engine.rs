@@ -1,4 +1,4 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! The engine against a real control plane, with the small test framework of
 //! `kfop_runtime::testing`: names, labels, owners, the condition state machine and every run
 //! policy, driven by kwok pods.
@@ -50,12 +50,26 @@ impl Fixture {
     }
 
     async fn wait_condition(&self, name: &str, type_: C) -> JobStatus {
-        wait::until(&format!("{name} {type_:?}"), timeout(), || async {
+        let waited = wait::until(&format!("{name} {type_:?}"), timeout(), || async {
             let status = self.status(name).await;
             Ok(status.is(type_).then_some(status))
         })
-        .await
-        .unwrap()
+        .await;
+        match waited {
+            Ok(status) => status,
+            Err(e) => panic!("{e}\n{}", self.describe(name).await),
+        }
+    }
+
+    /// The job's status and its pods' phases, for a failure message.
+    async fn describe(&self, name: &str) -> String {
+        let status = serde_json::to_string_pretty(&self.status(name).await).unwrap();
+        let pods = self.pods.list(&ListParams::default()).await.unwrap().items;
+        let pods: Vec<String> = pods
+            .iter()
+            .map(|p| format!("{} {} {:?}", p.name_any(), pods::phase(p), p.annotations()))
+            .collect();
+        format!("status: {status}\npods:\n{}", pods.join("\n"))
     }
 
     async fn pod_names(&self) -> Vec<String> {

@@ -2,7 +2,7 @@
 //! that finds nothing (404) or a newer object (409 on the UID precondition) are successes.
 use futures::{StreamExt, stream};
 use k8s_openapi::api::core::v1::{Pod, Service};
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::events::{Event, EventType as KubeEventType};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
@@ -10,7 +10,7 @@ use serde_json::json;
 use super::Context;
 use crate::error::{Error, Result};
 use crate::framework::{Framework, TrainingJob};
-use crate::plan::{ChildRef, EventType, JobEvent, JobMetric, Plan};
+use crate::plan::{ChildRef, DesiredObject, EventType, JobEvent, JobMetric, ObjectRef, Plan, merge_patch};
 
 /// Applies `plan` to `job`. Children first (in parallel), then the status, then events and
 /// metrics; the first error is returned after everything else was attempted.
@@ -134,6 +134,10 @@ pub async fn apply<F: Framework>(ctx: &Context<F>, job: &F::Job, plan: Plan) -> 
         }
     }
 
+    if let Err(e) = apply_objects(ctx, &ns, &uid, &plan).await {
+        first_error.get_or_insert(e);
+    }
+
     let mut status_stored = true;
     if let Some(status) = &plan.status {
         let jobs: Api<F::Job> = Api::namespaced(ctx.client.clone(), &ns);
@@ -201,6 +205,88 @@ pub async fn apply<F: Framework>(ctx: &Context<F>, job: &F::Job, plan: Plan) -> 
         events.extend(plan.events);
     }
     publish(ctx, job, events).await;
+    first_error.map_or(Ok(()), Err)
+}
+
+/// Deletes, creates (after [`Framework::prepare_object`]) and patches owned objects, in
+/// parallel; returns the first error after trying everything.
+async fn apply_objects<F: Framework>(ctx: &Context<F>, ns: &str, job_uid: &str, plan: &Plan) -> Result<()> {
+    let api = |resource: &kube::api::ApiResource| -> Api<DynamicObject> {
+        Api::namespaced_with(ctx.client.clone(), ns, resource)
+    };
+    type Op<'a> = futures::future::BoxFuture<'a, Result<Option<String>>>;
+    let mut ops: Vec<Op<'_>> = Vec::new();
+    for ObjectRef { resource, child } in &plan.delete_objects {
+        let api = api(resource);
+        ops.push(Box::pin(async move {
+            delete(&api, child)
+                .await
+                .map(|_| child.uid.clone())
+                .map_err(|source| Error::Kube {
+                    action: "deleting",
+                    kind: "owned object",
+                    name: format!("{}/{}", resource.kind, child.name),
+                    source,
+                })
+        }));
+    }
+    for DesiredObject { resource, object, .. } in &plan.create_objects {
+        let api = api(resource);
+        ops.push(Box::pin(async move {
+            let mut object = object.clone();
+            object.metadata.namespace = Some(ns.to_owned());
+            ctx.framework
+                .prepare_object(&mut object)
+                .map_err(|source| Error::Prepare {
+                    object: format!("{}/{}", resource.kind, object.name_any()),
+                    source,
+                })?;
+            create(&api, &object)
+                .await
+                .map(|_| None)
+                .map_err(|source| Error::Kube {
+                    action: "creating",
+                    kind: "owned object",
+                    name: format!("{}/{}", resource.kind, object.name_any()),
+                    source,
+                })
+        }));
+    }
+    for DesiredObject { resource, object, .. } in &plan.patch_objects {
+        let api = api(resource);
+        ops.push(Box::pin(async move {
+            let name = object.name_any();
+            api.patch(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(&merge_patch(object)),
+            )
+            .await
+            .map(|_| None)
+            .map_err(|source| Error::Kube {
+                action: "patching",
+                kind: "owned object",
+                name: format!("{}/{name}", resource.kind),
+                source,
+            })
+        }));
+    }
+    // Deletes, creates and patches touch distinct objects, so they may run together.
+    let results: Vec<Result<Option<String>>> = stream::iter(ops)
+        .buffer_unordered(ctx.config.parallelism)
+        .collect()
+        .await;
+    let mut first_error = None;
+    for result in results {
+        match result {
+            Ok(Some(deleted_uid)) => ctx.deleted.insert(job_uid, deleted_uid),
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "owned object not reconciled");
+                first_error.get_or_insert(e);
+            }
+        }
+    }
     first_error.map_or(Ok(()), Err)
 }
 

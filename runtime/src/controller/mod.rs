@@ -11,10 +11,10 @@ use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, ListParams};
+use kube::api::{Api, DynamicObject, ListParams};
 use kube::runtime::controller::{Action, Config as RuntimeConfig, Controller};
 use kube::runtime::events::Recorder;
-use kube::runtime::reflector::Store;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
 
@@ -60,6 +60,8 @@ pub struct Context<F: Framework> {
     pub recorder: Recorder,
     pub pods: Store<Pod>,
     pub services: Store<Service>,
+    /// Caches of the framework's other owned kinds ([`Framework::owned_kinds`]).
+    pub objects: Vec<Store<DynamicObject>>,
     pub deleted: Deleted,
     pub written: Written,
 }
@@ -82,14 +84,24 @@ async fn reconcile<F: Framework>(job: Arc<F::Job>, ctx: Arc<Context<F>>) -> Resu
     let mut timer = ctx.metrics.reconcile(&ctx.framework.info().controller_name);
     let uid = job.uid().unwrap_or_default();
     if ctx.written.is_stale(&uid, job.resource_version().as_deref()) {
+        tracing::debug!(job = %job.name_any(), rv = ?job.resource_version(), "cached job older than our write");
         timer.set_result(ReconcileResult::Requeue);
         return Ok(Action::requeue(STALE_RETRY));
     }
-    let observed = observe(&uid, &ctx.pods, &ctx.services, &ctx.deleted);
+    let observed = observe(&uid, &ctx.pods, &ctx.services, &ctx.objects, &ctx.deleted);
     let now = Time(Timestamp::now());
     let planned = plan(ctx.framework.as_ref(), &job, &observed, &now);
     let result = match planned {
         Ok(plan) => {
+            tracing::debug!(
+                job = %job.name_any(),
+                pods = observed.pods.len(),
+                create_pods = plan.create_pods.len(),
+                delete_pods = plan.delete_pods.len(),
+                status = plan.status.is_some(),
+                requeue = ?plan.requeue_after,
+                "planned"
+            );
             let requeue = plan.requeue_after;
             apply(&ctx, &job, plan)
                 .await
@@ -123,12 +135,30 @@ pub async fn check_crd<F: Framework>(api: &Api<F::Job>) -> Result<()> {
         })
 }
 
-/// Runs the controller of `ctx.framework` until `shutdown` completes. `pod_events` and
-/// `service_events` are subscriptions to the manager's shared watches.
+/// The job that controls `object`, if it is of kind `K`.
+fn controlling_job<K: kube::Resource<DynamicType = ()>>(object: &DynamicObject) -> Option<ObjectRef<K>> {
+    let (api_version, kind) = (K::api_version(&()), K::kind(&()));
+    let owner = object
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.controller == Some(true) && o.kind == kind && o.api_version == api_version)?;
+    let reference = ObjectRef::new(&owner.name);
+    Some(match &object.metadata.namespace {
+        Some(ns) => reference.within(ns),
+        None => reference,
+    })
+}
+
+/// Runs the controller of `ctx.framework` until `shutdown` completes. `pod_events`,
+/// `service_events` and `object_events` (one per owned kind) are subscriptions to the manager's
+/// shared watches.
 pub async fn run<F: Framework>(
     ctx: Arc<Context<F>>,
     pod_events: impl Stream<Item = Arc<Pod>> + Send + 'static,
     service_events: impl Stream<Item = Arc<Service>> + Send + 'static,
+    object_events: Vec<futures::stream::BoxStream<'static, Arc<DynamicObject>>>,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) -> Result<()> {
     let jobs: Api<F::Job> = match &ctx.config.namespace {
@@ -138,9 +168,14 @@ pub async fn run<F: Framework>(
     check_crd::<F>(&jobs).await?;
     let name = ctx.framework.info().controller_name.clone();
     tracing::info!(controller = %name, "starting");
-    Controller::new(jobs, watcher::Config::default())
+    let mut controller = Controller::new(jobs, watcher::Config::default())
         .owns_shared_stream(pod_events)
-        .owns_shared_stream(service_events)
+        .owns_shared_stream(service_events);
+    for events in object_events {
+        let owners = events.filter_map(|o| std::future::ready(controlling_job::<F::Job>(&o)));
+        controller = controller.reconcile_on(owners);
+    }
+    controller
         .with_config(RuntimeConfig::default().concurrency(ctx.config.concurrency))
         .graceful_shutdown_on(shutdown)
         .run(reconcile::<F>, error_policy::<F>, ctx)

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
+use kube::api::DynamicObject;
 use kube::runtime::reflector::Store;
 
 use crate::plan::Observed;
@@ -39,8 +40,15 @@ impl Deleted {
     }
 }
 
-/// The children the job with `uid` controls, as the caches show them.
-pub fn observe(uid: &str, pods: &Store<Pod>, services: &Store<Service>, deleted: &Deleted) -> Observed {
+/// The children the job with `uid` controls, as the caches show them: pods, services and owned
+/// objects from the stores of the framework's other kinds.
+pub fn observe(
+    uid: &str,
+    pods: &Store<Pod>,
+    services: &Store<Service>,
+    objects: &[Store<DynamicObject>],
+    deleted: &Deleted,
+) -> Observed {
     let controlled = |meta: &ObjectMeta| {
         meta.owner_references
             .iter()
@@ -58,6 +66,11 @@ pub fn observe(uid: &str, pods: &Store<Pod>, services: &Store<Service>, deleted:
             .into_iter()
             .filter(|s| controlled(s.meta()))
             .collect(),
+        objects: objects
+            .iter()
+            .flat_map(Store::state)
+            .filter(|o| controlled(o.meta()))
+            .collect(),
     };
     let Ok(mut by_job) = deleted.by_job.lock() else {
         return observed;
@@ -66,19 +79,16 @@ pub fn observe(uid: &str, pods: &Store<Pod>, services: &Store<Service>, deleted:
         return observed;
     };
     let cached = |child: &str| {
-        observed
-            .pods
-            .iter()
-            .any(|p| p.metadata.uid.as_deref() == Some(child))
-            || observed
-                .services
-                .iter()
-                .any(|s| s.metadata.uid.as_deref() == Some(child))
+        let is = |meta: &ObjectMeta| meta.uid.as_deref() == Some(child);
+        observed.pods.iter().any(|p| is(&p.metadata))
+            || observed.services.iter().any(|s| is(&s.metadata))
+            || observed.objects.iter().any(|o| is(&o.metadata))
     };
     hidden.retain(|child, at| at.elapsed() < FORGET_AFTER && cached(child));
     let visible = |meta: &ObjectMeta| meta.uid.as_ref().is_none_or(|u| !hidden.contains_key(u));
     observed.pods.retain(|p| visible(&p.metadata));
     observed.services.retain(|s| visible(&s.metadata));
+    observed.objects.retain(|o| visible(&o.metadata));
     if hidden.is_empty() {
         by_job.remove(uid);
     }

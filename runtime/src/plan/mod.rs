@@ -2,6 +2,7 @@
 //! randomness; every job policy is decided here and unit-tested.
 mod children;
 mod conditions;
+mod objects;
 mod replicas;
 mod status;
 #[cfg(test)]
@@ -14,15 +15,17 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::DynamicObject;
 use kube::{Resource, ResourceExt};
 
 pub use children::{build_pod, build_service, owner_reference};
 pub use conditions::{reason, set_condition};
+pub use objects::{DesiredObject, ObjectRef, SyncPolicy, find, is_kind, is_subset, merge_patch};
 pub use status::{RoleState, StatusUpdate};
 
 use crate::api::{ConditionStatus, JobConditionType, JobStatus};
 use crate::defaults::defaulted_specs;
-use crate::framework::{Framework, FrameworkError, TrainingJob};
+use crate::framework::{Framework, FrameworkError, JobContext, JobPhase, TrainingJob};
 use crate::policy;
 
 /// The job's children as the caches see them (already filtered to those the job controls).
@@ -30,6 +33,8 @@ use crate::policy;
 pub struct Observed {
     pub pods: Vec<Arc<Pod>>,
     pub services: Vec<Arc<Service>>,
+    /// Owned objects of the framework's other kinds ([`Framework::owned_kinds`]).
+    pub objects: Vec<Arc<DynamicObject>>,
 }
 
 /// A child to delete: its name, and its UID as a precondition so a newer object of the same name
@@ -79,6 +84,10 @@ pub struct Plan {
     pub create_services: Vec<Service>,
     pub delete_pods: Vec<ChildRef>,
     pub delete_services: Vec<ChildRef>,
+    /// Owned objects to create (then [`Framework::prepare_object`]), merge-patch or delete.
+    pub create_objects: Vec<DesiredObject>,
+    pub patch_objects: Vec<DesiredObject>,
+    pub delete_objects: Vec<ObjectRef>,
     /// The new status, when it differs from the observed one.
     pub status: Option<JobStatus>,
     pub events: Vec<JobEvent>,
@@ -144,10 +153,12 @@ impl Draft<'_> {
             .delete_pods
             .extend(pods.iter().map(|p| ChildRef::of(*p)));
         let names: Vec<String> = pods.iter().map(|p| p.name_any()).collect();
+        // Only per-replica services: a framework's own service (MPI's) is an owned object.
+        let per_replica = |s: &Service| s.labels().contains_key(crate::labels::REPLICA_TYPE);
         self.plan.delete_services.extend(
             services
                 .iter()
-                .filter(|s| all || names.contains(&s.name_any()))
+                .filter(|s| (all && per_replica(s)) || names.contains(&s.name_any()))
                 .map(|s| ChildRef::of(s.as_ref())),
         );
     }
@@ -183,6 +194,34 @@ pub fn plan<F: Framework>(
         return Ok(d.plan);
     }
     let specs = defaulted_specs(framework.info(), job.replica_specs());
+    let phase = reconcile_job(framework, job, &specs, observed, &mut d)?;
+    let ctx = JobContext {
+        job,
+        specs: &specs,
+        observed,
+        phase,
+    };
+    let changes = objects::diff(
+        framework.desired_objects(&ctx)?,
+        &observed.objects,
+        &framework.owned_kinds(),
+    );
+    d.plan.create_objects = changes.create;
+    d.plan.patch_objects = changes.patch;
+    d.plan.delete_objects = changes.delete;
+    Ok(finish(d, &old))
+}
+
+/// Reconciles pods, services and conditions; returns where the job now is.
+fn reconcile_job<F: Framework>(
+    framework: &F,
+    job: &F::Job,
+    specs: &std::collections::BTreeMap<String, crate::api::ReplicaSpec>,
+    observed: &Observed,
+    d: &mut Draft<'_>,
+) -> Result<JobPhase, PlanError> {
+    let kind = d.kind.to_owned();
+    let now = d.now;
     let run_policy = job.run_policy();
     let pods: Vec<&Pod> = observed.pods.iter().map(AsRef::as_ref).collect();
 
@@ -203,7 +242,7 @@ pub fn plan<F: Framework>(
             }
         }
         d.ttl(run_policy);
-        return Ok(finish(d, &old));
+        return Ok(JobPhase::Finished);
     }
 
     if run_policy.is_suspended() {
@@ -229,7 +268,7 @@ pub fn plan<F: Framework>(
             );
             d.event(EventType::Normal, reason(&kind, "Suspended"), msg);
         }
-        return Ok(finish(d, &old));
+        return Ok(JobPhase::Suspended);
     }
 
     if d.status.is(JobConditionType::Suspended) {
@@ -244,7 +283,7 @@ pub fn plan<F: Framework>(
         d.event(EventType::Normal, reason(&kind, "Resumed"), msg);
     }
 
-    if let Some(message) = exceeded_limit(&d, run_policy, &specs, &pods) {
+    if let Some(message) = exceeded_limit(d, run_policy, specs, &pods) {
         d.status.completion_time.get_or_insert_with(|| now.clone());
         // Kubeflow deletes every pod here, ignoring cleanPodPolicy (#3419); kfop cleans as for
         // any finished job.
@@ -256,23 +295,25 @@ pub fn plan<F: Framework>(
             d.plan.metrics.push(JobMetric::Failed);
         }
         d.ttl(run_policy);
-        return Ok(finish(d, &old));
+        return Ok(JobPhase::Finished);
     }
 
-    let counts = replicas::reconcile(framework, job, &specs, observed, &mut d)?;
+    let counts = replicas::reconcile(framework, job, specs, observed, d)?;
     if !d.status.is(JobConditionType::Failed) {
         d.status.start_time.get_or_insert_with(|| now.clone());
-        framework.update_status(job, &mut StatusUpdate::new(&mut d, &specs, &counts));
+        framework.update_status(job, &mut StatusUpdate::new(d, specs, &counts, observed));
     }
 
     if d.status.is_finished() {
         // The next pass cleans up and starts the TTL, as for any finished job.
         d.requeue(Duration::from_millis(200));
-    } else if let Some(left) = policy::until_deadline(run_policy, d.status.start_time.as_ref(), now) {
+        return Ok(JobPhase::Finished);
+    }
+    if let Some(left) = policy::until_deadline(run_policy, d.status.start_time.as_ref(), now) {
         // Kubeflow's deadline only fires when something else triggers a reconcile (#3358).
         d.requeue(left);
     }
-    Ok(finish(d, &old))
+    Ok(JobPhase::Active)
 }
 
 /// The failure message if the backoff limit or the active deadline has been passed.

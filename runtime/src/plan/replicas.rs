@@ -67,7 +67,12 @@ pub(super) fn reconcile<F: Framework>(
                 _ => tracing::warn!(pod = %pod.name_any(), "pod without a valid replica index ignored"),
             }
         }
-        let size = by_index.keys().next_back().map_or(0, |max| max + 1).max(replicas);
+        let creates_pods = framework.creates_pods(role);
+        let size = if creates_pods {
+            by_index.keys().next_back().map_or(0, |max| max + 1).max(replicas)
+        } else {
+            0
+        };
         for index in 0..size {
             match by_index.get(&index).map(Vec::as_slice).unwrap_or_default() {
                 [] if index < replicas => {

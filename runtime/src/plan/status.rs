@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::replicas::RoleCounts;
-use super::{Draft, EventType, JobMetric, reason};
+use super::{Draft, EventType, JobMetric, Observed, reason};
 use crate::api::{ConditionStatus, JobConditionType, JobStatus, ReplicaSpec, RestartPolicy};
 use crate::policy::SuccessPolicy;
 
@@ -29,6 +29,7 @@ pub struct StatusUpdate<'a, 'b> {
     d: &'a mut Draft<'b>,
     specs: &'a BTreeMap<String, ReplicaSpec>,
     counts: &'a BTreeMap<String, RoleCounts>,
+    observed: &'a Observed,
 }
 
 impl std::fmt::Debug for StatusUpdate<'_, '_> {
@@ -45,8 +46,28 @@ impl<'a, 'b> StatusUpdate<'a, 'b> {
         d: &'a mut Draft<'b>,
         specs: &'a BTreeMap<String, ReplicaSpec>,
         counts: &'a BTreeMap<String, RoleCounts>,
+        observed: &'a Observed,
     ) -> Self {
-        Self { d, specs, counts }
+        Self {
+            d,
+            specs,
+            counts,
+            observed,
+        }
+    }
+
+    /// The job's children as this pass saw them, owned objects included.
+    pub fn observed(&self) -> &Observed {
+        self.observed
+    }
+
+    /// Overrides a role's replica counts, for a role whose pods the engine does not run itself
+    /// (MPI's launcher, counted from its batch Job).
+    pub fn set_replica_counts(&mut self, role: &str, active: i32, succeeded: i32, failed: i32) {
+        let entry = self.d.status.replica_statuses.entry(role.to_owned()).or_default();
+        entry.active = active;
+        entry.succeeded = succeeded;
+        entry.failed = failed;
     }
 
     pub fn kind(&self) -> &str {

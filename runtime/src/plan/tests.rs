@@ -80,7 +80,11 @@ fn all_children(job: &TestJob, workers: i32, phase: &str) -> Observed {
         pods.push(pod(job, "Worker", i, phase));
         services.push(service(job, "Worker", i));
     }
-    Observed { pods, services }
+    Observed {
+        pods,
+        services,
+        ..Observed::default()
+    }
 }
 
 fn run(job: &TestJob, observed: &Observed, now: i64) -> Plan {
@@ -620,7 +624,7 @@ fn worker_only_job_succeeds_when_all_workers_succeed() {
         pods: (0..2)
             .map(|i| pod(j, "Worker", i, if i < n { "Succeeded" } else { "Running" }))
             .collect(),
-        services: vec![],
+        ..Observed::default()
     };
     let o = succeeded(&j, 1);
     step(&mut j, &o, 0);
@@ -697,7 +701,7 @@ mod properties {
             j.status = Some(status);
             let observed = Observed {
                 pods: seen.iter().map(|(i, ph)| pod(&j, "Worker", *i, ph)).collect(),
-                services: vec![],
+                ..Observed::default()
             };
             let p = run(&j, &observed, 1);
             prop_assert!(p.create_pods.is_empty() && p.create_services.is_empty());

@@ -358,7 +358,7 @@ fn tfjob_status_table() {
             &j,
             &Observed {
                 pods,
-                services: vec![],
+                ..Observed::default()
             },
             &now,
         )
