@@ -78,6 +78,7 @@ template!(Lib, "operator/src/lib.rs");
 template!(Main, "operator/src/main.rs");
 template!(Hooks, "operator/src/hooks.rs");
 template!(Spec, "operator/src/spec.rs");
+template!(Objects, "operator/src/objects.rs");
 template!(CargoToml, "operator/Cargo.toml", runtime_path: &'a str, testenv_path: &'a str);
 template!(Readme, "operator/README.md");
 template!(Rbac, "operator/deploy/rbac.yaml", rbac: Vec<(&'static str, &'static str)>);
@@ -117,6 +118,9 @@ pub fn render(m: &Model, paths: &Paths) -> Result<Vec<File>, GenerateError> {
     add!("tests/crd.rs", Owner::Kfop, CrdTest {});
     add!("src/hooks.rs", Owner::User, Hooks {});
     add!("src/spec.rs", Owner::User, Spec {});
+    if m.owns_objects() {
+        add!("src/objects.rs", Owner::User, Objects {});
+    }
     add!(
         "Cargo.toml",
         Owner::User,

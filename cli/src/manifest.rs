@@ -658,6 +658,14 @@ impl Model {
         self.crate_name().replace('-', "_")
     }
 
+    /// Whether the operator owns objects besides pods, services and PodGroups (which the engine
+    /// manages), so it gets a user-owned `src/objects.rs`.
+    pub fn owns_objects(&self) -> bool {
+        self.resources
+            .iter()
+            .any(|r| !matches!(r, Resource::Pods | Resource::Services | Resource::PodGroups))
+    }
+
     /// The framework type's Rust name, e.g. `Foo`.
     pub fn framework_type(&self) -> String {
         self.name.to_upper_camel_case()

@@ -4,17 +4,47 @@
 /// Implements [`crate::Framework`] for `$framework`: the manifest's environment (`env`, a
 /// `LazyLock<Result<Vec<EnvSpec>, TemplateError>>`) is injected first, then the crate's hooks
 /// module decorates the pod, decides the master role and sets the status; `success` lists the
-/// manifest's rules, the first role present in a job deciding.
+/// manifest's rules, the first role present in a job deciding. With `objects = path` (a manifest
+/// declaring resources besides pods, services and PodGroups) that module supplies the owned
+/// objects: `creates_pods`, `creates_services`, `owned_kinds`, `desired_objects`, `prepare_object`.
 #[macro_export]
 macro_rules! manifest_framework {
     (
         $framework:ty, $job:ty,
         env = $env:expr,
         success = [$(($kind:ident, $role:literal)),* $(,)?],
-        hooks = $($hooks:ident)::+ $(,)?
+        hooks = $($hooks:ident)::+
+        $(, objects = $($objects:ident)::+)? $(,)?
     ) => {
         impl $crate::Framework for $framework {
             type Job = $job;
+$(
+            fn creates_pods(&self, role: &str) -> bool {
+                $($objects)::+::creates_pods(role)
+            }
+
+            fn creates_services(&self) -> bool {
+                $($objects)::+::creates_services()
+            }
+
+            fn owned_kinds(&self) -> ::std::vec::Vec<$crate::kube::api::ApiResource> {
+                $($objects)::+::owned_kinds()
+            }
+
+            fn desired_objects(
+                &self,
+                ctx: &$crate::JobContext<'_, $job>,
+            ) -> ::std::result::Result<::std::vec::Vec<$crate::plan::DesiredObject>, $crate::FrameworkError> {
+                $($objects)::+::desired_objects(ctx)
+            }
+
+            fn prepare_object(
+                &self,
+                object: &mut $crate::kube::api::DynamicObject,
+            ) -> ::std::result::Result<(), $crate::FrameworkError> {
+                $($objects)::+::prepare_object(object)
+            }
+)?
 
             fn is_master(
                 &self,

@@ -301,7 +301,7 @@ impl Manager {
             result = controllers => result.map(|_| ()),
             () = pod_watch => Ok(()),
             () = service_watch => Ok(()),
-            _ = object_watches => Ok(()),
+            _ = object_watches.then(|_| futures::future::pending::<()>()) => Ok(()),
             () = readiness => Ok(()),
             error = lost_lease => Err(error),
         }

@@ -37,6 +37,31 @@ fn resource(crd: &CustomResourceDefinition) -> ApiResource {
     }
 }
 
+/// The pod named `name`, or the pod a workload (a batch Job, as MPI's launcher) created for it:
+/// `<job>-<role>-<index>` stands for `<job>-<role>-<random suffix>`.
+async fn find_pod(api: &Api<Pod>, name: &str) -> Result<Option<Pod>> {
+    let read = Error::kube(format!("reading pod {name}"));
+    if let Some(pod) = api.get_opt(name).await.map_err(read)? {
+        return Ok(Some(pod));
+    }
+    let Some((prefix, index)) = name.rsplit_once('-') else {
+        return Ok(None);
+    };
+    if index.parse::<u32>().is_err() {
+        return Ok(None);
+    }
+    let listed = api
+        .list(&kube::api::ListParams::default())
+        .await
+        .map_err(Error::kube(format!("listing pods for {name}")))?;
+    Ok(listed.items.into_iter().find(|p| {
+        let n = p.name_any();
+        n.strip_prefix(prefix)
+            .and_then(|rest| rest.strip_prefix('-'))
+            .is_some_and(|suffix| suffix.parse::<u32>().is_err() && !suffix.contains('-'))
+    }))
+}
+
 /// In a fresh namespace: installs the CRD, starts the operator with `start(client, namespace)`
 /// (the returned guard lives until the check ends), creates the job, waits for each listed pod
 /// to run with its variables, ends every pod with exit code 0 and waits for `Succeeded=True`.
@@ -60,19 +85,19 @@ pub async fn job_succeeds<G>(
         .map_err(Error::kube(format!("creating {}/{name}", ar.kind)))?;
 
     let pods_api: Api<Pod> = ns.api();
+    let mut running = Vec::with_capacity(check.pods.len());
     for (pod_name, vars) in check.pods {
         let pod = wait::until(
             &format!("pod {pod_name} Running"),
             wait::default_timeout(),
             || async {
-                let pod = pods_api
-                    .get_opt(pod_name)
-                    .await
-                    .map_err(Error::kube(format!("reading pod {pod_name}")))?;
-                Ok(pod.filter(|p| pods::phase(p) == "Running"))
+                Ok(find_pod(&pods_api, pod_name)
+                    .await?
+                    .filter(|p| pods::phase(p) == "Running"))
             },
         )
         .await?;
+        let pod_name = pod.name_any();
         let container = pod
             .spec
             .and_then(|s| s.containers.into_iter().find(|c| c.name == check.container));
@@ -87,8 +112,9 @@ pub async fn job_succeeds<G>(
                 "pod {pod_name} lacks {missing}; it has {set:?}"
             )));
         }
+        running.push(pod_name);
     }
-    for (pod_name, _) in check.pods {
+    for pod_name in &running {
         pods::finish(&pods_api, pod_name, 0, 0).await?;
     }
     wait::until(

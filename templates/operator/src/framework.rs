@@ -45,4 +45,7 @@ kfop_runtime::manifest_framework!(
     env = ENV,
     success = [{% for (kind, role) in m.success %}({{ kind.variant() }}, "{{ role }}"), {% endfor %}],
     hooks = crate::hooks,
+{%- if m.owns_objects() %}
+    objects = crate::objects,
+{%- endif %}
 );

@@ -3,6 +3,9 @@
 pub mod api;
 pub mod framework;
 pub mod hooks;
+{%- if m.owns_objects() %}
+pub mod objects;
+{%- endif %}
 pub mod spec;
 
 pub use api::{{ "{" }}{{ m.kind }}, {{ m.kind }}Spec};

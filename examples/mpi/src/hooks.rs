@@ -1,0 +1,138 @@
+// Scaffolded by kfop 0.1.0. This file is yours: `kfop gen` never changes it.
+//! MPIJob (mpi-operator v2beta1): the worker pods' SSH setup and DNS, the environment both roles
+//! get, and the status, which the launcher batch Job decides.
+pub mod status;
+
+use std::collections::BTreeMap;
+
+use kfop_runtime::api::ReplicaSpec;
+use kfop_runtime::k8s_openapi::api::core::v1::{
+    EnvVar, KeyToPath, PodDNSConfig, PodSpec, PodTemplateSpec, SecretVolumeSource, Volume, VolumeMount,
+};
+use kfop_runtime::kube::ResourceExt;
+use kfop_runtime::labels::{JOB_ROLE, child_name};
+use kfop_runtime::{FrameworkError, PodContext};
+
+pub use status::update_status;
+
+use crate::api::MPIJob;
+
+pub const ROLE_ENV: &str = "K_MPI_JOB_ROLE";
+pub const SSH_VOLUME: &str = "ssh-auth";
+/// Keys of the `kubernetes.io/ssh-auth` Secret.
+pub const SSH_PRIVATE_KEY: &str = "ssh-privatekey";
+pub const SSH_PUBLIC_KEY: &str = "ssh-publickey";
+/// The SSH daemon workers run when the template gives no command.
+const WORKER_COMMAND: [&str; 2] = ["/usr/sbin/sshd", "-De"];
+
+/// The launcher decides success (through its batch Job); no pod of the engine's is a master.
+pub fn is_master(specs: &BTreeMap<String, ReplicaSpec>, role: &str, index: i32, declared: bool) -> bool {
+    let _ = (specs, role, index);
+    declared
+}
+
+/// `<job>-ssh`: the job's SSH Secret.
+pub fn ssh_secret_name(job: &str) -> String {
+    format!("{job}-ssh")
+}
+
+/// A worker pod as mpi-operator's `newWorker` shapes it: hostname and subdomain behind the job's
+/// headless Service, the service's DNS search domain, sshd as the default command, the role
+/// variable and the SSH key pair.
+pub fn decorate_pod(
+    ctx: &PodContext<'_, MPIJob>,
+    template: &mut PodTemplateSpec,
+) -> Result<(), FrameworkError> {
+    if ctx.role != "Worker" {
+        return Ok(());
+    }
+    let job = ctx.job.name_any();
+    let namespace = ctx.job.namespace().unwrap_or_default();
+    template
+        .metadata
+        .get_or_insert_with(Default::default)
+        .labels
+        .get_or_insert_with(BTreeMap::new)
+        .insert(JOB_ROLE.to_owned(), "worker".to_owned());
+    let spec = template.spec.get_or_insert_with(PodSpec::default);
+    set_host(spec, child_name(&job, "Worker", ctx.index), &job);
+    // mpi-operator writes the cluster domain literally here.
+    let search = format!("{job}.{namespace}.svc.cluster.local");
+    spec.dns_config
+        .get_or_insert_with(PodDNSConfig::default)
+        .searches
+        .get_or_insert_with(Vec::new)
+        .push(search);
+    let container = first_container(spec)?;
+    if container.command.as_ref().is_none_or(Vec::is_empty)
+        && container.args.as_ref().is_none_or(Vec::is_empty)
+    {
+        container.command = Some(WORKER_COMMAND.iter().map(|s| (*s).to_owned()).collect());
+    }
+    append_env(container, &[(ROLE_ENV, "worker")]);
+    mount_ssh(spec, &job, ctx.job.spec.extra.ssh_path())
+}
+
+/// Hostname and subdomain so the pod resolves as `<hostname>.<job>.<ns>.svc`.
+pub fn set_host(spec: &mut PodSpec, hostname: String, job: &str) {
+    spec.hostname = Some(hostname);
+    spec.subdomain = Some(job.to_owned());
+    if spec.host_network == Some(true) {
+        spec.dns_policy = Some("ClusterFirstWithHostNet".to_owned());
+    }
+}
+
+/// mpi-operator sets up only the first container.
+pub fn first_container(
+    spec: &mut PodSpec,
+) -> Result<&mut kfop_runtime::k8s_openapi::api::core::v1::Container, FrameworkError> {
+    spec.containers
+        .first_mut()
+        .ok_or_else(|| FrameworkError("the pod template has no container; add one".to_owned()))
+}
+
+/// Appends variables after the user's (an empty value is written as no value, as Go does).
+pub fn append_env(
+    container: &mut kfop_runtime::k8s_openapi::api::core::v1::Container,
+    vars: &[(&str, &str)],
+) {
+    let env = container.env.get_or_insert_with(Vec::new);
+    env.extend(vars.iter().map(|(name, value)| EnvVar {
+        name: (*name).to_owned(),
+        value: (!value.is_empty()).then(|| (*value).to_owned()),
+        value_from: None,
+    }));
+}
+
+/// The SSH Secret as `id_rsa`, `id_rsa.pub` and `authorized_keys` at `path` in the first
+/// container; mode 0600 only at `/root/.ssh` (sshd refuses looser keys there).
+pub fn mount_ssh(spec: &mut PodSpec, job: &str, path: &str) -> Result<(), FrameworkError> {
+    let item = |key: &str, path: &str| KeyToPath {
+        key: key.to_owned(),
+        path: path.to_owned(),
+        mode: None,
+    };
+    spec.volumes.get_or_insert_with(Vec::new).push(Volume {
+        name: SSH_VOLUME.to_owned(),
+        secret: Some(SecretVolumeSource {
+            secret_name: Some(ssh_secret_name(job)),
+            default_mode: (path == crate::spec::ROOT_SSH_PATH).then_some(0o600),
+            items: Some(vec![
+                item(SSH_PRIVATE_KEY, "id_rsa"),
+                item(SSH_PUBLIC_KEY, "id_rsa.pub"),
+                item(SSH_PUBLIC_KEY, "authorized_keys"),
+            ]),
+            optional: None,
+        }),
+        ..Volume::default()
+    });
+    first_container(spec)?
+        .volume_mounts
+        .get_or_insert_with(Vec::new)
+        .push(VolumeMount {
+            name: SSH_VOLUME.to_owned(),
+            mount_path: path.to_owned(),
+            ..VolumeMount::default()
+        });
+    Ok(())
+}

@@ -1,0 +1,192 @@
+// Scaffolded by kfop 0.1.0. This file is yours: `kfop gen` never changes it.
+//! What an MPIJob owns besides its worker pods, as mpi-operator v2beta1 makes it: the headless
+//! Service `<job>`, the ConfigMap `<job>-config` (hostfile, discover_hosts.sh), the SSH Secret
+//! `<job>-ssh` and the launcher batch Job `<job>-launcher`. None is deleted while the job
+//! exists; garbage collection removes them with it.
+mod hostfile;
+mod launcher;
+mod ssh;
+
+use std::collections::BTreeMap;
+
+use kfop_runtime::k8s_openapi::api::batch::v1::Job;
+use kfop_runtime::k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
+use kfop_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kfop_runtime::kube::api::{ApiResource, DynamicObject};
+use kfop_runtime::kube::{Resource, ResourceExt};
+use kfop_runtime::labels::{JOB_NAME, OPERATOR_NAME, REPLICA_TYPE};
+use kfop_runtime::plan::{DesiredObject, SyncPolicy, owner_reference};
+use kfop_runtime::serde_json::{Value, json};
+use kfop_runtime::{FrameworkError, JobContext, JobPhase};
+
+pub use launcher::{CONFIG_PATH, DISCOVER_HOSTS, HOSTFILE, config_map_name, launcher_env};
+
+use crate::api::MPIJob;
+use crate::hooks::status::{Launcher, launcher_name, launcher_state};
+use crate::hooks::{SSH_PRIVATE_KEY, SSH_PUBLIC_KEY, ssh_secret_name};
+use crate::spec::LauncherCreationPolicy;
+
+const SSH_AUTH_TYPE: &str = "kubernetes.io/ssh-auth";
+
+/// The launcher runs in its batch Job; the engine runs only the workers.
+pub fn creates_pods(role: &str) -> bool {
+    role != "Launcher"
+}
+
+/// One Service for the whole job instead of one per replica.
+pub fn creates_services() -> bool {
+    false
+}
+
+pub fn owned_kinds() -> Vec<ApiResource> {
+    kinds().into()
+}
+
+pub fn desired_objects(ctx: &JobContext<'_, MPIJob>) -> Result<Vec<DesiredObject>, FrameworkError> {
+    let job = ctx.job;
+    let (name, namespace) = (job.name_any(), job.namespace().unwrap_or_default());
+    let extra = &job.spec.extra;
+    let launcher = launcher_state(&name, &ctx.observed.objects);
+    let done = matches!(launcher, Launcher::Complete { .. } | Launcher::Failed { .. })
+        || ctx.phase == JobPhase::Finished;
+    let object = |kind: &ApiResource, object_name: String, data: Value, policy: SyncPolicy| {
+        // mpi-operator's `app` label, and Kubeflow's so kfop's label-filtered watches see it.
+        let labels = BTreeMap::from([
+            ("app".to_owned(), name.clone()),
+            (OPERATOR_NAME.to_owned(), "mpi-operator".to_owned()),
+            (JOB_NAME.to_owned(), name.clone()),
+        ]);
+        let metadata = ObjectMeta {
+            name: Some(object_name),
+            namespace: Some(namespace.clone()),
+            labels: Some(labels),
+            owner_references: Some(vec![owner_reference(job)]),
+            ..ObjectMeta::default()
+        };
+        DesiredObject::new(
+            kind,
+            DynamicObject {
+                types: None,
+                metadata,
+                data,
+            },
+            policy,
+        )
+    };
+    let [service, config_map, secret, batch_job] = kinds();
+    let mut objects = vec![
+        object(
+            &service,
+            name.clone(),
+            json!({ "spec": {
+                "clusterIP": "None",
+                "selector": { OPERATOR_NAME: "mpi-operator", JOB_NAME: name },
+            }}),
+            SyncPolicy::Sync,
+        ),
+        object(
+            &secret,
+            ssh_secret_name(&name),
+            json!({ "type": SSH_AUTH_TYPE }),
+            SyncPolicy::CreateOnly,
+        ),
+    ];
+
+    let workers = ctx.specs.get("Worker").map_or(0, |s| s.replicas());
+    let worker_pods: Vec<&Pod> = ctx
+        .observed
+        .pods
+        .iter()
+        .map(AsRef::as_ref)
+        .filter(|p| p.labels().get(REPLICA_TYPE).map(String::as_str) == Some("worker"))
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .collect();
+    let running: Vec<String> = worker_pods
+        .iter()
+        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+        .map(|p| p.name_any())
+        .collect();
+    let files = json!({
+        HOSTFILE: hostfile::hostfile(
+            extra.implementation(),
+            &name,
+            &namespace,
+            workers,
+            extra.slots(),
+            extra.launcher_as_worker(),
+        ),
+        DISCOVER_HOSTS: hostfile::discover_hosts(&name, &namespace, &running, extra.launcher_as_worker()),
+    });
+    // A finished job's files stay as they were.
+    let files_policy = if done {
+        SyncPolicy::CreateOnly
+    } else {
+        SyncPolicy::Sync
+    };
+    objects.push(object(
+        &config_map,
+        config_map_name(&name),
+        json!({ "data": files }),
+        files_policy,
+    ));
+
+    let suspended = ctx.phase == JobPhase::Suspended;
+    if launcher != Launcher::Missing {
+        // Only `suspend` follows the MPIJob: the rest of a Job's spec is immutable.
+        let (data, policy) = if done {
+            (json!({}), SyncPolicy::CreateOnly)
+        } else {
+            (json!({ "spec": { "suspend": suspended } }), SyncPolicy::Sync)
+        };
+        objects.push(object(&batch_job, launcher_name(&name), data, policy));
+    } else if !done && (suspended || may_start(extra.creation_policy(), workers, &worker_pods)) {
+        let spec = ctx
+            .specs
+            .get("Launcher")
+            .ok_or_else(|| FrameworkError("spec.mpiReplicaSpecs.Launcher is required; add it".to_owned()))?;
+        let template = launcher::pod_template(job, spec)?;
+        let data = launcher::job_spec(job, &template, suspended)?;
+        objects.push(object(
+            &batch_job,
+            launcher_name(&name),
+            data,
+            SyncPolicy::CreateOnly,
+        ));
+    }
+    Ok(objects)
+}
+
+fn kinds() -> [ApiResource; 4] {
+    [
+        ApiResource::erase::<Service>(&()),
+        ApiResource::erase::<ConfigMap>(&()),
+        ApiResource::erase::<Secret>(&()),
+        ApiResource::erase::<Job>(&()),
+    ]
+}
+
+/// AtStartup at once; WaitForWorkersReady once every worker pod has `Ready=True` (Running is
+/// not enough).
+fn may_start(policy: LauncherCreationPolicy, workers: i32, pods: &[&Pod]) -> bool {
+    let ready = pods
+        .iter()
+        .filter(|p| {
+            p.status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+        })
+        .count();
+    policy == LauncherCreationPolicy::AtStartup || i32::try_from(ready).is_ok_and(|r| r >= workers)
+}
+
+/// Fills the SSH Secret with a fresh key pair just before it is created.
+pub fn prepare_object(object: &mut DynamicObject) -> Result<(), FrameworkError> {
+    let is_secret = object.types.as_ref().is_some_and(|t| t.kind == Secret::kind(&()));
+    if !is_secret || object.data["type"] != SSH_AUTH_TYPE {
+        return Ok(());
+    }
+    let (private, public) = ssh::key_pair()?;
+    object.data["stringData"] = json!({ SSH_PRIVATE_KEY: private, SSH_PUBLIC_KEY: public });
+    Ok(())
+}
