@@ -3,6 +3,7 @@
 //! * [`api`]: the shared API types with Kubeflow's JSON names.
 //! * [`framework`]: what a framework supplies ([`Framework`], [`TrainingJob`]).
 //! * [`plan`]: the pure planner, `(framework, job, observed, now) -> Plan`.
+//! * [`gang`]: gang scheduling (Volcano / scheduler-plugins PodGroups), pure.
 //!
 //! It re-exports `kube`, `k8s_openapi`, `schemars`, `serde`, `serde_json` and the
 //! [`training_job`] attribute, so an operator needs this one dependency.
@@ -14,6 +15,7 @@ pub mod defaults;
 pub mod env;
 mod error;
 pub mod framework;
+pub mod gang;
 mod glue;
 pub mod labels;
 pub mod manager;

@@ -43,6 +43,9 @@ pub enum Error {
     #[error("Kubernetes API error while {context}: {source}")]
     Kube { context: String, source: kube::Error },
 
+    #[error("bundled CRD {file} does not parse: {message}")]
+    Crd { file: &'static str, message: String },
+
     #[error("the shared test environment failed to start: {0}")]
     Startup(String),
 

@@ -5,9 +5,11 @@
 //! * [`TestEnv::shared`] starts the plane once per test process (or attaches to the cluster named by
 //!   `KFOP_TEST_KUBECONFIG`) and hands out clients and per-test namespaces.
 //! * [`ControlPlane`] is the plane itself, for tools that manage its lifetime (`kfop cluster up`).
+//! * [`crds`] holds third-party CRDs (the gang schedulers' PodGroups) for tests.
 //! * [`pods`] drives kwok pods to a chosen end: exit code and restart count.
 
 mod assets;
+pub mod crds;
 mod env;
 mod error;
 mod kubeconfig;

@@ -1,0 +1,69 @@
+//! Whether a job's pods wait for its PodGroup (Kubeflow's `DelayPodCreationDueToPodGroup`).
+use kube::api::DynamicObject;
+
+use super::scheduler::GangScheduler;
+
+/// Volcano PodGroup phases that mean "not admitted yet".
+const VOLCANO_WAITING_PHASES: [&str; 2] = ["", "Pending"];
+
+/// Under Volcano, pods are not created while the PodGroup is missing or its `status.phase` is
+/// empty or `Pending` (Volcano has not admitted the gang to its queue yet); scheduler-plugins
+/// gates in the scheduler itself, so pods are never held.
+pub fn holds_pods(scheduler: &GangScheduler, observed_pod_group: Option<&DynamicObject>) -> bool {
+    match scheduler {
+        GangScheduler::None | GangScheduler::SchedulerPlugins { .. } => false,
+        GangScheduler::Volcano => observed_pod_group.is_none_or(|pg| {
+            let phase = pg
+                .data
+                .get("status")
+                .and_then(|s| s.get("phase"))
+                .and_then(|p| p.as_str())
+                .unwrap_or_default();
+            VOLCANO_WAITING_PHASES.contains(&phase)
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gang::volcano_api_resource;
+
+    fn pod_group(status: serde_json::Value) -> DynamicObject {
+        DynamicObject::new("job", &volcano_api_resource())
+            .data(serde_json::json!({"spec": {}, "status": status}))
+    }
+
+    #[test]
+    fn volcano_holds_until_admitted() {
+        let volcano = GangScheduler::Volcano;
+        assert!(holds_pods(&volcano, None));
+        assert!(holds_pods(&volcano, Some(&pod_group(serde_json::Value::Null))));
+        assert!(holds_pods(&volcano, Some(&pod_group(serde_json::json!({})))));
+        assert!(holds_pods(
+            &volcano,
+            Some(&pod_group(serde_json::json!({"phase": ""})))
+        ));
+        assert!(holds_pods(
+            &volcano,
+            Some(&pod_group(serde_json::json!({"phase": "Pending"})))
+        ));
+        for admitted in ["Inqueue", "Running", "Unknown", "Completed"] {
+            let pg = pod_group(serde_json::json!({ "phase": admitted }));
+            assert!(!holds_pods(&volcano, Some(&pg)), "{admitted}");
+        }
+    }
+
+    #[test]
+    fn scheduler_plugins_and_none_never_hold() {
+        let plugins = GangScheduler::SchedulerPlugins {
+            scheduler_name: "s".to_owned(),
+        };
+        assert!(!holds_pods(&plugins, None));
+        assert!(!holds_pods(
+            &plugins,
+            Some(&pod_group(serde_json::json!({"phase": "Pending"})))
+        ));
+        assert!(!holds_pods(&GangScheduler::None, None));
+    }
+}
