@@ -6,6 +6,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::{self, ReflectHandle, Store};
@@ -77,6 +78,7 @@ struct Shared {
     recorder: Recorder,
     pods: Store<Pod>,
     services: Store<Service>,
+    priority_classes: Option<Store<PriorityClass>>,
     shutdown: watch::Receiver<bool>,
 }
 
@@ -133,6 +135,7 @@ impl Manager {
                     pods: shared.pods,
                     services: shared.services,
                     objects,
+                    priority_classes: shared.priority_classes,
                     deleted: Deleted::default(),
                     written: Written::default(),
                 });
@@ -207,6 +210,29 @@ impl Manager {
         let (pods, pod_writer) = reflector::store_shared::<Pod>(SHARED_BUFFER);
         let (services, service_writer) = reflector::store_shared::<Service>(SHARED_BUFFER);
         let reporter = Reporter::from(self.config.reporter.clone());
+        // Under gang scheduling every job owns a PodGroup, and minResources weighs roles by
+        // their PriorityClass.
+        let gang_kind = self.config.controller.gang.pod_group_api_resource();
+        let mut frameworks = self.frameworks;
+        if let Some(kind) = &gang_kind {
+            for registered in &mut frameworks {
+                registered.kinds.push(kind.clone());
+            }
+        }
+        let (priority_classes, priority_class_watch) = if gang_kind.is_some() {
+            let (store, writer) = reflector::store::<PriorityClass>();
+            let watch = watcher(
+                Api::<PriorityClass>::all(self.client.clone()),
+                watcher::Config::default(),
+            )
+            .default_backoff()
+            .reflect(writer)
+            .for_each(|_| std::future::ready(()))
+            .boxed();
+            (Some(store), watch)
+        } else {
+            (None, futures::future::pending().boxed())
+        };
         let shared = Shared {
             client: self.client.clone(),
             config: self.config.controller.clone(),
@@ -214,11 +240,12 @@ impl Manager {
             recorder: Recorder::new(self.client.clone(), reporter),
             pods: pods.clone(),
             services: services.clone(),
+            priority_classes,
             shutdown: stop.clone(),
         };
         // One shared watch per owned kind, however many frameworks own it.
         let mut kinds: Vec<ApiResource> = Vec::new();
-        for kind in self.frameworks.iter().flat_map(|r| &r.kinds) {
+        for kind in frameworks.iter().flat_map(|r| &r.kinds) {
             if !kinds.iter().any(|k| same_kind(k, kind)) {
                 kinds.push(kind.clone());
             }
@@ -232,8 +259,8 @@ impl Manager {
             .collect();
 
         // Every controller subscribes before the writers move into their watches.
-        let mut controllers = Vec::with_capacity(self.frameworks.len());
-        for registered in self.frameworks {
+        let mut controllers = Vec::with_capacity(frameworks.len());
+        for registered in frameworks {
             let (Some(pod_events), Some(service_events)) =
                 (pod_writer.subscribe(), service_writer.subscribe())
             else {
@@ -302,6 +329,7 @@ impl Manager {
             () = pod_watch => Ok(()),
             () = service_watch => Ok(()),
             _ = object_watches.then(|_| futures::future::pending::<()>()) => Ok(()),
+            () = priority_class_watch => Ok(()),
             () = readiness => Ok(()),
             error = lost_lease => Err(error),
         }

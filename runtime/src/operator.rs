@@ -46,6 +46,10 @@ pub struct OperatorArgs {
     /// Do not emit an event per created or deleted pod and service
     #[arg(long)]
     pub no_child_events: bool,
+    /// Gang scheduling: `volcano`, `scheduler-plugins` (or `scheduler-plugins:<scheduler name>`),
+    /// or `none`
+    #[arg(long, default_value = "none")]
+    pub gang_scheduler_name: crate::gang::GangScheduler,
 }
 
 impl OperatorArgs {
@@ -59,6 +63,7 @@ impl OperatorArgs {
                 parallelism: self.child_parallelism.max(1),
                 child_events: !self.no_child_events,
                 namespace: self.namespace.clone(),
+                gang: self.gang_scheduler_name.clone(),
             },
             metrics_addr: Some(self.metrics_bind_address),
             leader_election: self.leader_elect.then(|| LeaderElection {

@@ -14,6 +14,7 @@ pub fn of(scheme: Scheme) -> CustomResourceDefinition {
         Scheme::PaddleJob => paddle_operator::PaddleJob::crd(),
         Scheme::JaxJob => jax_operator::JAXJob::crd(),
         Scheme::MxJob => mxnet_operator::MXJob::crd(),
+        Scheme::MpiJob => mpi_operator::MPIJob::crd(),
     }
 }
 

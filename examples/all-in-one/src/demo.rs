@@ -46,7 +46,7 @@ pub enum DemoError {
     Failed(String),
 }
 
-const SAMPLES: [(Scheme, &str, &str); 6] = [
+const SAMPLES: [(Scheme, &str, &str); 7] = [
     (Scheme::TfJob, "tfjob.yaml", include_str!("../samples/tfjob.yaml")),
     (
         Scheme::PyTorchJob,
@@ -69,6 +69,11 @@ const SAMPLES: [(Scheme, &str, &str); 6] = [
         include_str!("../samples/jaxjob.yaml"),
     ),
     (Scheme::MxJob, "mxjob.yaml", include_str!("../samples/mxjob.yaml")),
+    (
+        Scheme::MpiJob,
+        "mpijob.yaml",
+        include_str!("../samples/mpijob.yaml"),
+    ),
 ];
 
 const NAMESPACE: &str = "default";

@@ -20,6 +20,7 @@ pub fn register(mut manager: Manager, enabled: &BTreeSet<Scheme>) -> Manager {
             Scheme::PaddleJob => manager.register(paddle_operator::Paddle),
             Scheme::JaxJob => manager.register(jax_operator::Jax),
             Scheme::MxJob => manager.register(mxnet_operator::Mxnet),
+            Scheme::MpiJob => manager.register(mpi_operator::Mpi),
         };
     }
     manager

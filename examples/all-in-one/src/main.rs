@@ -21,7 +21,7 @@ struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
     /// Job kinds to run (repeatable, any letter case): tfjob, pytorchjob, xgboostjob, paddlejob,
-    /// jaxjob, mxjob. Default: all.
+    /// jaxjob, mxjob, mpijob. Default: all.
     #[arg(long = "enable-scheme", global = true)]
     enable_scheme: Vec<String>,
     #[command(flatten)]

@@ -10,22 +10,24 @@ pub enum Scheme {
     PaddleJob,
     JaxJob,
     MxJob,
+    MpiJob,
 }
 
 impl Scheme {
-    pub const ALL: [(&'static str, Self); 6] = [
+    pub const ALL: [(&'static str, Self); 7] = [
         ("tfjob", Self::TfJob),
         ("pytorchjob", Self::PyTorchJob),
         ("xgboostjob", Self::XgBoostJob),
         ("paddlejob", Self::PaddleJob),
         ("jaxjob", Self::JaxJob),
         ("mxjob", Self::MxJob),
+        ("mpijob", Self::MpiJob),
     ];
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "--enable-scheme: unknown kind `{0}`; use any of tfjob, pytorchjob, xgboostjob, paddlejob, jaxjob, mxjob"
+    "--enable-scheme: unknown kind `{0}`; use any of tfjob, pytorchjob, xgboostjob, paddlejob, jaxjob, mxjob, mpijob"
 )]
 pub struct UnknownScheme(pub String);
 
@@ -56,12 +58,13 @@ mod tests {
 
     #[test]
     fn all_by_default_and_case_insensitive() {
-        assert_eq!(parse(&[]).unwrap().len(), 6);
+        assert_eq!(parse(&[]).unwrap().len(), 7);
         let s = parse(&["TFJob".into(), "pytorchjob,JAXJOB".into()]).unwrap();
         assert_eq!(
             s.into_iter().collect::<Vec<_>>(),
             [Scheme::TfJob, Scheme::PyTorchJob, Scheme::JaxJob]
         );
-        assert_eq!(parse(&["mpijob".into()]).unwrap_err().0, "mpijob");
+        assert_eq!(parse(&["MPIJob".into()]).unwrap(), [Scheme::MpiJob].into());
+        assert_eq!(parse(&["mpi".into()]).unwrap_err().0, "mpi");
     }
 }

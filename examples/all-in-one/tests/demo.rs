@@ -26,6 +26,7 @@ fn demo_runs_every_sample_to_success() {
         "PaddleJob/paddle-simple-cpu",
         "JAXJob/jaxjob-simple",
         "MXJob/mxnet-job",
+        "MPIJob/pi",
     ] {
         assert!(
             stdout
@@ -34,7 +35,7 @@ fn demo_runs_every_sample_to_success() {
             "{job}:\n{stdout}"
         );
     }
-    assert!(stdout.contains("all 6 jobs Succeeded"), "{stdout}");
+    assert!(stdout.contains("all 7 jobs Succeeded"), "{stdout}");
 }
 
 #[test]
@@ -45,7 +46,10 @@ fn enable_scheme_selects_kinds_case_insensitively() {
     assert!(yaml.contains("name: tfjobs.kubeflow.org") && yaml.contains("name: jaxjobs.kubeflow.org"));
     assert!(!yaml.contains("pytorchjobs"), "{yaml}");
 
-    let out = operator(&["crds", "--enable-scheme", "mpijob"]);
+    let out = operator(&["crds", "--enable-scheme", "MPIJob"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("name: mpijobs.kubeflow.org"));
+
+    let out = operator(&["crds", "--enable-scheme", "mpi"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--enable-scheme: unknown kind `mpijob`"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--enable-scheme: unknown kind `mpi`"));
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DynamicObject, ListParams};
@@ -24,7 +25,9 @@ pub use written::Written;
 
 use crate::error::{Error, Result};
 use crate::framework::Framework;
+use crate::gang::GangScheduler;
 use crate::metrics::{Metrics, ReconcileResult};
+use crate::plan::Scheduling;
 use crate::plan::plan;
 
 /// Tuning of one controller.
@@ -38,6 +41,9 @@ pub struct ControllerConfig {
     pub child_events: bool,
     /// Watch only this namespace.
     pub namespace: Option<String>,
+    /// Gang scheduling through Volcano or scheduler-plugins PodGroups (Kubeflow's
+    /// `--gang-scheduler-name`).
+    pub gang: GangScheduler,
 }
 
 impl Default for ControllerConfig {
@@ -47,6 +53,7 @@ impl Default for ControllerConfig {
             parallelism: 16,
             child_events: true,
             namespace: None,
+            gang: GangScheduler::None,
         }
     }
 }
@@ -62,6 +69,8 @@ pub struct Context<F: Framework> {
     pub services: Store<Service>,
     /// Caches of the framework's other owned kinds ([`Framework::owned_kinds`]).
     pub objects: Vec<Store<DynamicObject>>,
+    /// PriorityClasses, cached when gang scheduling is on.
+    pub priority_classes: Option<Store<PriorityClass>>,
     pub deleted: Deleted,
     pub written: Written,
 }
@@ -88,7 +97,23 @@ async fn reconcile<F: Framework>(job: Arc<F::Job>, ctx: Arc<Context<F>>) -> Resu
         timer.set_result(ReconcileResult::Requeue);
         return Ok(Action::requeue(STALE_RETRY));
     }
-    let observed = observe(&uid, &ctx.pods, &ctx.services, &ctx.objects, &ctx.deleted);
+    let scheduling = Scheduling {
+        scheduler: ctx.config.gang.clone(),
+        priority_classes: ctx
+            .priority_classes
+            .iter()
+            .flat_map(Store::state)
+            .map(|pc| (pc.name_any(), pc.value))
+            .collect(),
+    };
+    let observed = observe(
+        &uid,
+        &ctx.pods,
+        &ctx.services,
+        &ctx.objects,
+        scheduling,
+        &ctx.deleted,
+    );
     let now = Time(Timestamp::now());
     let planned = plan(ctx.framework.as_ref(), &job, &observed, &now);
     let result = match planned {

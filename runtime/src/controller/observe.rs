@@ -10,7 +10,7 @@ use kube::Resource;
 use kube::api::DynamicObject;
 use kube::runtime::reflector::Store;
 
-use crate::plan::Observed;
+use crate::plan::{Observed, Scheduling};
 
 /// How long a deleted child is hidden if its deletion never shows up in the cache.
 const FORGET_AFTER: Duration = Duration::from_secs(300);
@@ -47,6 +47,7 @@ pub fn observe(
     pods: &Store<Pod>,
     services: &Store<Service>,
     objects: &[Store<DynamicObject>],
+    scheduling: Scheduling,
     deleted: &Deleted,
 ) -> Observed {
     let controlled = |meta: &ObjectMeta| {
@@ -71,6 +72,7 @@ pub fn observe(
             .flat_map(Store::state)
             .filter(|o| controlled(o.meta()))
             .collect(),
+        scheduling,
     };
     let Ok(mut by_job) = deleted.by_job.lock() else {
         return observed;

@@ -42,15 +42,6 @@ pub fn build_pod<F: Framework>(
         .ok_or_else(|| FrameworkError(format!("no replica spec for {role}")))?;
     let name = job.name_any();
     let mut template: PodTemplateSpec = spec.template.clone();
-    let mut labels = template
-        .metadata
-        .as_ref()
-        .and_then(|m| m.labels.clone())
-        .unwrap_or_default();
-    labels.extend(labels::replica_labels(&info.controller_name, &name, role, index));
-    if framework.is_master(specs, role, index) {
-        labels.insert(JOB_ROLE.to_owned(), "master".to_owned());
-    }
     framework.decorate_pod(
         &PodContext {
             job,
@@ -65,6 +56,12 @@ pub fn build_pod<F: Framework>(
     let overrode_restart_policy = pod_spec.restart_policy.is_some();
     pod_spec.restart_policy = spec.restart_policy.map(|p| p.pod_restart_policy().to_owned());
     let meta = template.metadata.unwrap_or_default();
+    // The template's and the framework's labels, under Kubeflow's (which win).
+    let mut labels = meta.labels.unwrap_or_default();
+    labels.extend(labels::replica_labels(&info.controller_name, &name, role, index));
+    if framework.is_master(specs, role, index) {
+        labels.insert(JOB_ROLE.to_owned(), "master".to_owned());
+    }
     let pod = Pod {
         metadata: ObjectMeta {
             name: Some(labels::child_name(&name, role, index)),

@@ -26,6 +26,7 @@ pub use status::{RoleState, StatusUpdate};
 use crate::api::{ConditionStatus, JobConditionType, JobStatus};
 use crate::defaults::defaulted_specs;
 use crate::framework::{Framework, FrameworkError, JobContext, JobPhase, TrainingJob};
+use crate::gang::{self, GangScheduler, JobRef, QuantityError};
 use crate::policy;
 
 /// The job's children as the caches see them (already filtered to those the job controls).
@@ -33,8 +34,18 @@ use crate::policy;
 pub struct Observed {
     pub pods: Vec<Arc<Pod>>,
     pub services: Vec<Arc<Service>>,
-    /// Owned objects of the framework's other kinds ([`Framework::owned_kinds`]).
+    /// Owned objects of the framework's other kinds ([`Framework::owned_kinds`]) and the job's
+    /// PodGroup.
     pub objects: Vec<Arc<DynamicObject>>,
+    pub scheduling: Scheduling,
+}
+
+/// Gang scheduling as this operator runs it: the configured scheduler and the cluster's
+/// PriorityClass values by name (for a PodGroup's minResources).
+#[derive(Debug, Default, Clone)]
+pub struct Scheduling {
+    pub scheduler: GangScheduler,
+    pub priority_classes: std::collections::BTreeMap<String, i32>,
 }
 
 /// A child to delete: its name, and its UID as a precondition so a newer object of the same name
@@ -103,6 +114,8 @@ pub struct Plan {
 pub enum PlanError {
     #[error("framework hook failed: {0}")]
     Framework(#[from] FrameworkError),
+    #[error("computing the PodGroup's minResources: {0}")]
+    PodGroup(#[from] QuantityError),
 }
 
 /// Collects what a plan step decides, with the job's kind and name at hand for messages.
@@ -201,11 +214,24 @@ pub fn plan<F: Framework>(
         observed,
         phase,
     };
-    let changes = objects::diff(
-        framework.desired_objects(&ctx)?,
-        &observed.objects,
-        &framework.owned_kinds(),
-    );
+    let mut desired = framework.desired_objects(&ctx)?;
+    let mut kinds = framework.owned_kinds();
+    let scheduler = &observed.scheduling.scheduler;
+    if let Some(kind) = scheduler.pod_group_api_resource() {
+        // A PodGroup lives while the job runs; finishing or suspending deletes it.
+        if phase == JobPhase::Active {
+            let job_ref = JobRef::of(job, &framework.info().controller_name);
+            let current = find(&observed.objects, &kind, &d.name);
+            let priorities = &observed.scheduling.priority_classes;
+            if let Some(group) =
+                gang::desired_pod_group(scheduler, &job_ref, job.run_policy(), &specs, priorities, current)?
+            {
+                desired.push(DesiredObject::new(&kind, group, SyncPolicy::Sync));
+            }
+        }
+        kinds.push(kind);
+    }
+    let changes = objects::diff(desired, &observed.objects, &kinds);
     d.plan.create_objects = changes.create;
     d.plan.patch_objects = changes.patch;
     d.plan.delete_objects = changes.delete;
@@ -299,6 +325,7 @@ fn reconcile_job<F: Framework>(
     }
 
     let counts = replicas::reconcile(framework, job, specs, observed, d)?;
+    gang_pods(observed, d);
     if !d.status.is(JobConditionType::Failed) {
         d.status.start_time.get_or_insert_with(|| now.clone());
         framework.update_status(job, &mut StatusUpdate::new(d, specs, &counts, observed));
@@ -314,6 +341,33 @@ fn reconcile_job<F: Framework>(
         d.requeue(left);
     }
     Ok(JobPhase::Active)
+}
+
+/// Points new pods at the job's PodGroup, and under Volcano holds them back until the PodGroup
+/// is admitted (its phase is no longer empty or Pending).
+fn gang_pods(observed: &Observed, d: &mut Draft<'_>) {
+    let scheduler = &observed.scheduling.scheduler;
+    let Some(kind) = scheduler.pod_group_api_resource() else {
+        return;
+    };
+    if gang::holds_pods(scheduler, find(&observed.objects, &kind, &d.name)) {
+        d.plan.create_pods.clear();
+        return;
+    }
+    for pod in &mut d.plan.create_pods {
+        let role = pod
+            .labels()
+            .get(crate::labels::REPLICA_TYPE)
+            .cloned()
+            .unwrap_or_default();
+        let mut template = k8s_openapi::api::core::v1::PodTemplateSpec {
+            metadata: Some(pod.metadata.clone()),
+            spec: pod.spec.take(),
+        };
+        gang::decorate_pod_template(scheduler, &d.name, &role, &mut template);
+        pod.metadata = template.metadata.unwrap_or_default();
+        pod.spec = template.spec;
+    }
 }
 
 /// The failure message if the backoff limit or the active deadline has been passed.
