@@ -113,16 +113,29 @@ pub struct Operator {
 impl Operator {
     /// Starts a manager scoped to `namespace` with the frameworks `register` adds.
     pub fn start(client: kube::Client, namespace: &str, register: impl FnOnce(Manager) -> Manager) -> Self {
+        Self::start_with(client, namespace, |_| {}, register)
+    }
+
+    /// [`Operator::start`] with the controller configuration changed by `configure` (e.g. gang
+    /// scheduling on).
+    pub fn start_with(
+        client: kube::Client,
+        namespace: &str,
+        configure: impl FnOnce(&mut ControllerConfig),
+        register: impl FnOnce(Manager) -> Manager,
+    ) -> Self {
         // `RUST_LOG=kfop_runtime=debug` shows what the operator did when a test fails.
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .with_test_writer()
             .try_init();
+        let mut controller = ControllerConfig {
+            namespace: Some(namespace.to_owned()),
+            ..ControllerConfig::default()
+        };
+        configure(&mut controller);
         let config = ManagerConfig {
-            controller: ControllerConfig {
-                namespace: Some(namespace.to_owned()),
-                ..ControllerConfig::default()
-            },
+            controller,
             reporter: "kfop-test".to_owned(),
             ..ManagerConfig::default()
         };

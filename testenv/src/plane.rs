@@ -384,9 +384,16 @@ fn scheduler_config(kubeconfig: &Path) -> String {
     format!(
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
          clientConnection:\n  kubeconfig: {kc}\n  qps: 500\n  burst: 1000\n\
-         leaderElection:\n  leaderElect: false\n"
+         leaderElection:\n  leaderElect: false\n\
+         profiles:\n  - schedulerName: default-scheduler\n\
+         {GANG_SCHEDULERS}"
     )
 }
+
+/// Pods of gang-scheduled jobs name Volcano's or scheduler-plugins' scheduler; the local
+/// scheduler answers to those names too (with the default plugins, no gang semantics), so such
+/// pods run. Admission of PodGroups is the tests' part.
+const GANG_SCHEDULERS: &str = "  - schedulerName: volcano\n  - schedulerName: scheduler-plugins-scheduler\n";
 
 fn scheduler_args(kubeconfig: &str, config: &Path, port: u16) -> Vec<String> {
     vec![

@@ -325,7 +325,7 @@ fn reconcile_job<F: Framework>(
     }
 
     let counts = replicas::reconcile(framework, job, specs, observed, d)?;
-    gang_pods(observed, d);
+    gang_pods(observed, specs, d);
     if !d.status.is(JobConditionType::Failed) {
         d.status.start_time.get_or_insert_with(|| now.clone());
         framework.update_status(job, &mut StatusUpdate::new(d, specs, &counts, observed));
@@ -345,7 +345,11 @@ fn reconcile_job<F: Framework>(
 
 /// Points new pods at the job's PodGroup, and under Volcano holds them back until the PodGroup
 /// is admitted (its phase is no longer empty or Pending).
-fn gang_pods(observed: &Observed, d: &mut Draft<'_>) {
+fn gang_pods(
+    observed: &Observed,
+    specs: &std::collections::BTreeMap<String, crate::api::ReplicaSpec>,
+    d: &mut Draft<'_>,
+) {
     let scheduler = &observed.scheduling.scheduler;
     let Some(kind) = scheduler.pod_group_api_resource() else {
         return;
@@ -353,6 +357,13 @@ fn gang_pods(observed: &Observed, d: &mut Draft<'_>) {
     if gang::holds_pods(scheduler, find(&observed.objects, &kind, &d.name)) {
         d.plan.create_pods.clear();
         return;
+    }
+    if !d.plan.create_pods.is_empty() && gang::custom_scheduler_set(scheduler, specs) {
+        d.event(
+            EventType::Warning,
+            gang::CUSTOM_SCHEDULER_REASON.to_owned(),
+            gang::CUSTOM_SCHEDULER_MESSAGE.to_owned(),
+        );
     }
     for pod in &mut d.plan.create_pods {
         let role = pod
