@@ -32,4 +32,5 @@ kfop_runtime::manifest_framework!(
     env = ENV,
     success = [(AllOf, "Master"), (AllOf, "Worker"),],
     hooks = crate::hooks,
+    objects = crate::objects,
 );

@@ -3,6 +3,7 @@
 pub mod api;
 pub mod framework;
 pub mod hooks;
+pub mod objects;
 pub mod spec;
 
 pub use api::{PyTorchJob, PyTorchJobSpec};
