@@ -47,7 +47,17 @@ fn tree(dir: &Path) -> String {
                 walk(&path, root, out);
             } else {
                 let rel = path.strip_prefix(root).unwrap().display().to_string();
-                out.push((rel, std::fs::read_to_string(&path).unwrap()));
+                let contents = if rel == "Cargo.lock" {
+                    // A copy of kfop's own lock: it changes with every dependency, not with `new`.
+                    let lock = std::fs::read_to_string(root.join(&rel)).unwrap();
+                    let ours =
+                        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.lock"));
+                    assert_eq!(Some(&lock), ours.as_ref().ok(), "Cargo.lock is not kfop's");
+                    "(kfop's Cargo.lock)\n".to_owned()
+                } else {
+                    std::fs::read_to_string(&path).unwrap()
+                };
+                out.push((rel, contents));
             }
         }
     }
@@ -225,4 +235,23 @@ fn bad_framework_names_and_mismatched_manifests() {
         err.to_string().contains("does not match metadata.name `bar`"),
         "{err}"
     );
+}
+
+#[test]
+fn owned_resources_get_an_objects_module() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = tmp.path().join("foo.yaml");
+    let text =
+        kfop::manifest::default_manifest("foo").replace("spec:\n", "spec:\n  resources: [configmaps]\n");
+    std::fs::write(&manifest, text).unwrap();
+    let dir = tmp.path().join("op");
+    new(&new_args(&dir, &["--manifest", manifest.to_str().unwrap()])).unwrap();
+    let read = |p: &str| std::fs::read_to_string(dir.join(p)).unwrap();
+    assert!(read("src/objects.rs").contains("pub fn desired_objects("));
+    assert!(read("src/framework.rs").contains("objects = crate::objects"));
+    assert!(read("src/lib.rs").contains("pub mod objects;"));
+    assert!(read("deploy/rbac.yaml").contains("configmaps"));
+    // A crate without such resources has none.
+    let plain = scaffold();
+    assert!(!plain.path().join("src/objects.rs").exists());
 }
