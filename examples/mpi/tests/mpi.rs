@@ -106,20 +106,24 @@ impl Fixture {
         .unwrap()
     }
 
+    /// The Running pods of `job` in `role` (`worker` or `launcher`).
+    async fn running(&self, job: &str, role: &str) -> Vec<Pod> {
+        let selector = format!("training.kubeflow.org/job-name={job},training.kubeflow.org/job-role={role}");
+        let list = self
+            .pods
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .unwrap()
+            .items;
+        list.into_iter().filter(|p| pods::phase(p) == "Running").collect()
+    }
+
     async fn running_workers(&self, job: &str, n: usize) -> Vec<Pod> {
         wait::until(
             &format!("{n} workers of {job} Running"),
             wait::default_timeout(),
             || async {
-                let selector =
-                    format!("training.kubeflow.org/job-name={job},training.kubeflow.org/job-role=worker");
-                let list = self
-                    .pods
-                    .list(&ListParams::default().labels(&selector))
-                    .await
-                    .unwrap()
-                    .items;
-                let running: Vec<Pod> = list.into_iter().filter(|p| pods::phase(p) == "Running").collect();
+                let running = self.running(job, "worker").await;
                 Ok((running.len() == n).then_some(running))
             },
         )
@@ -131,17 +135,7 @@ impl Fixture {
         wait::until(
             &format!("launcher pod of {job} Running"),
             wait::default_timeout(),
-            || async {
-                let selector =
-                    format!("training.kubeflow.org/job-name={job},training.kubeflow.org/job-role=launcher");
-                let list = self
-                    .pods
-                    .list(&ListParams::default().labels(&selector))
-                    .await
-                    .unwrap()
-                    .items;
-                Ok(list.into_iter().find(|p| pods::phase(p) == "Running"))
-            },
+            || async { Ok(self.running(job, "launcher").await.into_iter().next()) },
         )
         .await
         .unwrap()

@@ -59,21 +59,14 @@ pub struct JobRef {
 }
 
 impl JobRef {
-    /// The job's identity; the owner reference has the shape of `crate::plan::owner_reference`.
+    /// The job's identity, and the job as controlling owner.
     pub fn of<K: Resource<DynamicType = ()>>(job: &K, controller_name: &str) -> Self {
         Self {
             name: job.name_any(),
             namespace: job.namespace(),
             annotations: job.annotations().clone(),
             controller_name: controller_name.to_owned(),
-            owner: OwnerReference {
-                api_version: K::api_version(&()).into_owned(),
-                kind: K::kind(&()).into_owned(),
-                name: job.name_any(),
-                uid: job.uid().unwrap_or_default(),
-                controller: Some(true),
-                block_owner_deletion: Some(true),
-            },
+            owner: crate::plan::owner_reference(job),
         }
     }
 }

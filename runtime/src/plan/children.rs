@@ -10,7 +10,7 @@ use crate::framework::{Framework, FrameworkError, PodContext, TrainingJob};
 use crate::labels::{self, JOB_ROLE};
 
 /// The controller owner reference every child carries.
-pub fn owner_reference<J: TrainingJob>(job: &J) -> OwnerReference {
+pub fn owner_reference<J: kube::Resource<DynamicType = ()>>(job: &J) -> OwnerReference {
     OwnerReference {
         api_version: J::api_version(&()).into_owned(),
         kind: J::kind(&()).into_owned(),
