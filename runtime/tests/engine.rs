@@ -536,3 +536,26 @@ async fn operator_restart_mid_job_converges_without_duplicates() {
     );
     op.stop().await;
 }
+
+/// `runPolicy.managedBy` naming another controller (Kueue's MultiKueue) leaves the job entirely
+/// alone, while one naming Kubeflow's training operator is run as usual.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn managed_by_another_controller_is_never_touched() {
+    let (f, op) = fixture("managed").await;
+    let mut external = mw("external", 1, None);
+    external.spec.run_policy.managed_by = Some("kueue.x-k8s.io/multikueue".to_owned());
+    f.create(external).await;
+    let mut ours = mw("ours", 1, None);
+    ours.spec.run_policy.managed_by = Some("kubeflow.org/training-operator".to_owned());
+    f.create(ours).await;
+    f.wait_condition("ours", C::Running).await;
+    // The job created at the same time as one the operator already ran has been seen too.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let job = f.jobs.get("external").await.unwrap();
+    assert!(job.status.is_none(), "{:?}", job.status);
+    let names = f.pod_names().await;
+    assert!(names.iter().all(|n| n.starts_with("ours-")), "{names:?}");
+    let services = f.services.list(&ListParams::default()).await.unwrap().items;
+    assert!(services.iter().all(|s| s.name_any().starts_with("ours-")));
+    op.stop().await;
+}
