@@ -12,9 +12,10 @@ use crate::api::JAXJob;
 
 /// Whether the pod of `role`/`index` is the job's master (labelled
 /// `training.kubeflow.org/job-role=master`); `declared` is what the manifest's `master` flag says.
+/// Kubeflow's JAX `IsMasterRole`: index 0 of any role (the coordinator is worker 0).
 pub fn is_master(specs: &BTreeMap<String, ReplicaSpec>, role: &str, index: i32, declared: bool) -> bool {
-    let _ = (specs, role, index);
-    declared
+    let _ = (specs, role, declared);
+    index == 0
 }
 
 /// Called for every pod before it is created, after the manifest's environment was injected.

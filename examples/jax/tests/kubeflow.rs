@@ -351,7 +351,6 @@ fn workers(n: i32, extra: Value) -> Job {
 /// coordinator variables. Kubeflow's JAX `IsMasterRole` is `index == 0`, so worker 0 carries
 /// `job-role=master`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: jax-operator puts no training.kubeflow.org/job-role=master label on worker 0 (Kubeflow's JAX IsMasterRole is index == 0)"]
 async fn resources_and_env() {
     let f = fixture("jax-resources").await;
     let job = f.create(workers(2, json!({}))).await;
@@ -370,15 +369,6 @@ fn check_env(pods: &BTreeMap<String, Pod>) {
         ]);
         assert_eq!(env(&pods[name]), expected, "{name}");
     }
-}
-
-/// The same resources without the master label: what the operator gets right today.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn resources_and_env_except_the_master_label() {
-    let f = fixture("jax-resources-nm").await;
-    let job = f.create(workers(2, json!({}))).await;
-    let pods = check_resources(&f, &job, &W2, "", 6666).await;
-    check_env(&pods);
 }
 
 /// Every worker Succeeded succeeds the job; one is not enough.
