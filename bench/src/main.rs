@@ -28,7 +28,7 @@ async fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,kube_client=warn,kube_runtime=warn".into()),
+                .unwrap_or_else(|_| "info,kube_client=off,kube_runtime=warn".into()),
         )
         .with_writer(std::io::stderr)
         .init();
