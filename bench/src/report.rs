@@ -265,6 +265,11 @@ pub fn markdown(run: &Run) -> String {
         no_tail(),
     );
     row(
+        "mean reconcile time (s)",
+        &|p| num(p.requests.as_ref().map(|r| r.reconcile_mean_seconds), 3),
+        no_tail(),
+    );
+    row(
         "client rate-limiter wait, summed (s)",
         &|p| num(p.requests.as_ref().map(|r| r.rate_limiter_wait_seconds), 1),
         no_tail(),

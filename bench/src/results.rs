@@ -63,6 +63,9 @@ pub struct RequestStats {
     pub rate_limiter_wait_seconds: f64,
     /// Reconciles per job (`controller_runtime_reconcile_total`).
     pub reconciles_per_job: f64,
+    /// Mean reconcile duration, seconds (`controller_runtime_reconcile_time_seconds`).
+    #[serde(default)]
+    pub reconcile_mean_seconds: f64,
 }
 
 impl RequestStats {
@@ -87,12 +90,19 @@ impl RequestStats {
             .collect();
         let delta = |name: &str| operator::sum(after, name, |_| true) - operator::sum(before, name, |_| true);
         let total = delta("kfop_client_requests_total");
+        let reconciles = delta("controller_runtime_reconcile_time_seconds_count");
+        let reconcile_seconds = delta("controller_runtime_reconcile_time_seconds_sum");
         Self {
             total,
             per_job: total / jobs,
             per_job_by_kind,
             rate_limiter_wait_seconds: delta("kfop_client_rate_limiter_wait_seconds_total"),
             reconciles_per_job: delta("controller_runtime_reconcile_total") / jobs,
+            reconcile_mean_seconds: if reconciles > 0.0 {
+                reconcile_seconds / reconciles
+            } else {
+                0.0
+            },
         }
     }
 }
@@ -111,7 +121,7 @@ pub struct Phase {
     pub latency_succeeded: Option<Percentiles>,
     pub process: Option<ProcessStats>,
     pub requests: Option<RequestStats>,
-    /// Jobs that did not reach every milestone before the timeout.
+    /// Jobs that did not reach every milestone before the timeout (for the ceiling: all pods).
     pub incomplete: usize,
     pub timeline: Timeline,
     pub samples: Vec<Sample>,
@@ -135,7 +145,7 @@ impl Phase {
         let incomplete = jobs
             .iter()
             .filter(|m| {
-                m.all_pods.is_none() || m.all_running.is_none() || (expect_success && m.succeeded.is_none())
+                m.all_pods.is_none() || (expect_success && (m.all_running.is_none() || m.succeeded.is_none()))
             })
             .count();
         let (throughput_succeeded, latency_succeeded) = if expect_success {
@@ -206,7 +216,7 @@ mod tests {
         t.pod("a", "a-0", PodProgress::Exists, 1.0);
         let phase = Phase::from_timeline("ceiling", t, false);
         assert_eq!(phase.throughput_all_pods, None);
-        assert_eq!(phase.incomplete, 2);
+        assert_eq!(phase.incomplete, 1);
         assert_eq!(phase.latency_all_pods.map(|p| p.count), Some(1));
     }
 
@@ -216,7 +226,9 @@ mod tests {
         let after = "kfop_client_requests_total{verb=\"list\",resource=\"pods\",code=\"200\"} 2\n\
                      kfop_client_requests_total{verb=\"create\",resource=\"pods\",code=\"201\"} 40\n\
                      kfop_client_rate_limiter_wait_seconds_total 3.5\n\
-                     controller_runtime_reconcile_total{controller=\"c\",result=\"success\"} 30\n";
+                     controller_runtime_reconcile_total{controller=\"c\",result=\"success\"} 30\n\
+                     controller_runtime_reconcile_time_seconds_sum{controller=\"c\"} 6.0\n\
+                     controller_runtime_reconcile_time_seconds_count{controller=\"c\"} 30\n";
         let r = RequestStats::between(before, after, 10);
         assert_eq!(r.total, 40.0);
         assert_eq!(r.per_job, 4.0);
@@ -224,6 +236,7 @@ mod tests {
         assert_eq!(r.per_job_by_kind["create pods 201"], 4.0);
         assert_eq!(r.rate_limiter_wait_seconds, 3.5);
         assert_eq!(r.reconciles_per_job, 3.0);
+        assert!((r.reconcile_mean_seconds - 0.2).abs() < 1e-9);
     }
 
     #[test]

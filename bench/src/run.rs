@@ -18,6 +18,9 @@ use crate::sample::Sampler;
 use crate::submit::{self, PODS_PER_JOB, Pace};
 use crate::{plot, report};
 
+/// How long the ceiling waits for kwok to run its pods once they all exist.
+const CEILING_RUNNING_GRACE: Duration = Duration::from_secs(20);
+
 /// How long the idle reading waits after the operator is ready.
 const IDLE_SETTLE: Duration = Duration::from_secs(2);
 
@@ -232,8 +235,14 @@ async fn ceiling_phase(args: &Args, client: &Client, jobs: BTreeMap<String, Chil
     let watches = observed.watch(client, namespace, None);
     let count = jobs.len();
     ceiling::run(client, namespace, jobs, usize::from(args.concurrency), &observed).await?;
+    // Every pod must exist; Running is kwok's pace, so it gets only a short grace.
     observed
-        .wait_until(args.timeout, "ceiling", |t| t.count(|m| m.all_running) >= count)
+        .wait_until(args.timeout, "ceiling", |t| t.count(|m| m.all_pods) >= count)
+        .await;
+    observed
+        .wait_until(CEILING_RUNNING_GRACE, "ceiling Running", |t| {
+            t.count(|m| m.all_running) >= count
+        })
         .await;
     for watch in watches {
         watch.abort();

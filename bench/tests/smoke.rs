@@ -16,14 +16,28 @@ fn operator_bin() -> PathBuf {
         .iter()
         .map(|profile| target.join(profile).join("kfop-operator"))
         .find(|path| path.is_file())
-        .unwrap_or_else(|| panic!("no kfop-operator under {}: run `cargo build -p kfop-operator`", target.display()))
+        .unwrap_or_else(|| {
+            panic!(
+                "no kfop-operator under {}: run `cargo build -p kfop-operator`",
+                target.display()
+            )
+        })
 }
 
 #[test]
 fn small_run_writes_results() {
     let dir = tempfile::tempdir().unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_kfop-bench"))
-        .args(["--jobs", "5", "--complete-after", "1s", "--nodes", "2", "--timeout", "3m"])
+        .args([
+            "--jobs",
+            "5",
+            "--complete-after",
+            "1s",
+            "--nodes",
+            "2",
+            "--timeout",
+            "3m",
+        ])
         .arg("--compare-all-schemes")
         .arg("--results")
         .arg(dir.path())
@@ -41,7 +55,10 @@ fn small_run_writes_results() {
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("results.json")).unwrap()).unwrap();
     for phase in ["operator", "ceiling", "all_schemes"] {
         assert_eq!(json[phase]["jobs"], 5, "{phase}: {json}");
-        assert_eq!(json[phase]["incomplete"], 0, "{phase} left jobs unfinished:\n{stderr}");
+        assert_eq!(
+            json[phase]["incomplete"], 0,
+            "{phase} left jobs unfinished:\n{stderr}"
+        );
     }
     assert!(json["operator"]["requests"]["per_job"].as_f64().unwrap() > 0.0);
     assert!(!json["operator"]["samples"].as_array().unwrap().is_empty());
