@@ -1,5 +1,7 @@
 //! The operator's API client, with client-go's token-bucket QPS and burst limits (kube-rs has no
-//! client-side limiter; Kubeflow is stuck at controller-runtime's 20/30, #2411).
+//! client-side limiter; Kubeflow is stuck at controller-runtime's 20/30, #2411), and a counter of
+//! every request it sends (`kfop_client_requests_total{verb,resource,code}`, see
+//! [`crate::metrics::client`]).
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -8,9 +10,13 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use futures::FutureExt;
+use futures::future::BoxFuture;
 use kube::client::ClientBuilder;
 use kube::{Client, Config};
 use tower::{Layer, Service};
+
+use crate::metrics::{self, ClientMetrics, ClientRequestLabels};
 
 /// Requests per second and burst; `qps <= 0` means unlimited.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -29,17 +35,116 @@ impl Default for RateLimit {
     }
 }
 
-/// A client for `config` whose requests pass through the token bucket of `limit`.
+/// A client for `config` whose requests pass through the token bucket of `limit` and are counted
+/// in [`crate::metrics::client`] (the count includes requests that waited for a token).
 pub fn build(config: Config, limit: RateLimit) -> Result<Client, kube::Error> {
     let builder = ClientBuilder::try_from(config)?;
+    let counter = CountLayer {
+        metrics: metrics::client(),
+    };
     if limit.qps <= 0.0 {
-        return Ok(builder.build());
+        return Ok(builder.with_layer(&counter).build());
     }
     Ok(builder
         .with_layer(&RateLimitLayer {
             bucket: Arc::new(Mutex::new(Bucket::new(limit, Instant::now()))),
+            metrics: metrics::client(),
         })
+        .with_layer(&counter)
         .build())
+}
+
+/// Counts each request by verb, resource and response code when its response (headers) arrives.
+#[derive(Debug, Clone, Copy)]
+struct CountLayer {
+    metrics: &'static ClientMetrics,
+}
+
+impl<S> Layer<S> for CountLayer {
+    type Service = Counted<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Counted {
+            inner,
+            metrics: self.metrics,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Counted<S> {
+    inner: S,
+    metrics: &'static ClientMetrics,
+}
+
+impl<S, B, RB> Service<http::Request<B>> for Counted<S>
+where
+    S: Service<http::Request<B>, Response = http::Response<RB>>,
+    S::Future: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = BoxFuture<'static, Result<Self::Response, Self::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let (verb, resource) = classify(request.method(), request.uri());
+        let metrics = self.metrics;
+        self.inner
+            .call(request)
+            .map(move |result| {
+                let code = match &result {
+                    Ok(response) => response.status().as_u16().to_string(),
+                    Err(_) => "error".to_owned(),
+                };
+                metrics
+                    .requests
+                    .get_or_create(&ClientRequestLabels { verb, resource, code })
+                    .inc();
+                result
+            })
+            .boxed()
+    }
+}
+
+/// The Kubernetes verb and resource (`pods`, `pytorchjobs/status`) of a request, as the API
+/// server's audit log names them; non-resource paths (`/version`) have resource `""`.
+fn classify(method: &http::Method, uri: &http::Uri) -> (&'static str, String) {
+    let segments: Vec<&str> = uri.path().split('/').filter(|s| !s.is_empty()).collect();
+    let rest: &[&str] = match segments.as_slice() {
+        ["api", _version, rest @ ..] => rest,
+        ["apis", _group, _version, rest @ ..] => rest,
+        _ => &[],
+    };
+    // `namespaces/<ns>/<resource>/...` is namespaced; `namespaces/<ns>` is the namespace itself.
+    let rest = match rest {
+        ["namespaces", _ns, rest @ ..] if !rest.is_empty() => rest,
+        other => other,
+    };
+    let (resource, named) = match rest {
+        [] => (String::new(), false),
+        [resource] => ((*resource).to_owned(), false),
+        [resource, _name] => ((*resource).to_owned(), true),
+        [resource, _name, sub, ..] => (format!("{resource}/{sub}"), true),
+    };
+    let watch = uri
+        .query()
+        .is_some_and(|q| q.split('&').any(|kv| kv == "watch=true" || kv == "watch=1"));
+    let verb = match *method {
+        http::Method::GET if watch => "watch",
+        http::Method::GET if named || resource.is_empty() => "get",
+        http::Method::GET => "list",
+        http::Method::POST => "create",
+        http::Method::PUT => "update",
+        http::Method::PATCH => "patch",
+        http::Method::DELETE if named => "delete",
+        http::Method::DELETE => "deletecollection",
+        _ => "other",
+    };
+    (verb, resource)
 }
 
 /// Token bucket: `burst` tokens, refilled at `qps` per second.
@@ -79,6 +184,7 @@ impl Bucket {
 #[derive(Debug, Clone)]
 struct RateLimitLayer {
     bucket: Arc<Mutex<Bucket>>,
+    metrics: &'static ClientMetrics,
 }
 
 impl<S> Layer<S> for RateLimitLayer {
@@ -88,6 +194,7 @@ impl<S> Layer<S> for RateLimitLayer {
         RateLimited {
             inner,
             bucket: self.bucket.clone(),
+            metrics: self.metrics,
             wait: None,
             granted: false,
         }
@@ -98,6 +205,7 @@ impl<S> Layer<S> for RateLimitLayer {
 struct RateLimited<S> {
     inner: S,
     bucket: Arc<Mutex<Bucket>>,
+    metrics: &'static ClientMetrics,
     wait: Option<Pin<Box<tokio::time::Sleep>>>,
     granted: bool,
 }
@@ -125,7 +233,10 @@ where
             };
             match delay {
                 None => self.granted = true,
-                Some(delay) => self.wait = Some(Box::pin(tokio::time::sleep(delay))),
+                Some(delay) => {
+                    self.metrics.throttled_seconds.inc_by(delay.as_secs_f64());
+                    self.wait = Some(Box::pin(tokio::time::sleep(delay)));
+                }
             }
         }
         self.inner.poll_ready(cx)
@@ -168,6 +279,7 @@ mod tests {
                 RateLimit { qps: 2.0, burst: 1 },
                 Instant::now(),
             ))),
+            metrics: Box::leak(Box::default()),
         };
         let mut svc = layer.layer(tower::service_fn(|n: u32| async move {
             Ok::<_, std::convert::Infallible>(n)
@@ -178,5 +290,101 @@ mod tests {
         }
         // One token at once, then one per 500 ms.
         assert!(t0.elapsed() >= Duration::from_millis(999), "{:?}", t0.elapsed());
+    }
+
+    #[test]
+    fn classifies_verbs_and_resources() {
+        let cases = [
+            ("GET", "/api/v1/namespaces/a/pods?labelSelector=x", "list", "pods"),
+            (
+                "GET",
+                "/api/v1/pods?watch=true&resourceVersion=1",
+                "watch",
+                "pods",
+            ),
+            ("GET", "/api/v1/namespaces/a/pods/p-0", "get", "pods"),
+            ("POST", "/api/v1/namespaces/a/services", "create", "services"),
+            ("DELETE", "/api/v1/namespaces/a/pods/p-0", "delete", "pods"),
+            (
+                "PATCH",
+                "/apis/kubeflow.org/v1/namespaces/a/pytorchjobs/j/status",
+                "patch",
+                "pytorchjobs/status",
+            ),
+            (
+                "PUT",
+                "/apis/coordination.k8s.io/v1/namespaces/k/leases/l",
+                "update",
+                "leases",
+            ),
+            (
+                "POST",
+                "/apis/events.k8s.io/v1/namespaces/a/events",
+                "create",
+                "events",
+            ),
+            ("GET", "/api/v1/namespaces/a", "get", "namespaces"),
+            ("GET", "/version", "get", ""),
+        ];
+        for (method, uri, verb, resource) in cases {
+            let method: http::Method = method.parse().unwrap();
+            let uri: http::Uri = uri.parse().unwrap();
+            assert_eq!(classify(&method, &uri), (verb, resource.to_owned()), "{uri}");
+        }
+    }
+
+    #[tokio::test]
+    async fn counts_requests_by_verb_resource_and_code() {
+        use tower::ServiceExt;
+        let metrics: &'static ClientMetrics = Box::leak(Box::default());
+        let mut svc = CountLayer { metrics }.layer(tower::service_fn(|req: http::Request<()>| async move {
+            let status = if req.method() == http::Method::POST {
+                409
+            } else {
+                200
+            };
+            Ok::<_, std::convert::Infallible>(http::Response::builder().status(status).body(()).unwrap())
+        }));
+        for method in ["POST", "POST", "GET"] {
+            let request = http::Request::builder()
+                .method(method)
+                .uri("/api/v1/namespaces/a/pods")
+                .body(())
+                .unwrap();
+            svc.ready().await.unwrap().call(request).await.unwrap();
+        }
+        let count = |verb, code: &str| {
+            metrics
+                .requests
+                .get_or_create(&ClientRequestLabels {
+                    verb,
+                    resource: "pods".into(),
+                    code: code.into(),
+                })
+                .get()
+        };
+        assert_eq!(count("create", "409"), 2);
+        assert_eq!(count("list", "200"), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn throttled_time_is_counted() {
+        use tower::ServiceExt;
+        let metrics: &'static ClientMetrics = Box::leak(Box::default());
+        let layer = RateLimitLayer {
+            bucket: Arc::new(Mutex::new(Bucket::new(
+                RateLimit { qps: 4.0, burst: 1 },
+                Instant::now(),
+            ))),
+            metrics,
+        };
+        let mut svc = layer.layer(tower::service_fn(|n: u32| async move {
+            Ok::<_, std::convert::Infallible>(n)
+        }));
+        for n in 0..3 {
+            svc.ready().await.unwrap().call(n).await.unwrap();
+        }
+        let waited = metrics.throttled_seconds.get();
+        assert!((waited - 0.5).abs() < 1e-3, "{waited}");
     }
 }

@@ -1,6 +1,9 @@
 //! Prometheus metrics an operator exposes: Kubeflow training-operator job counters, so existing
-//! dashboards and alerts keep working, and controller-runtime's reconcile metrics.
+//! dashboards and alerts keep working, controller-runtime's reconcile metrics, and the API
+//! requests the operator's client sends (`kfop_client_requests_total`).
 use std::fmt;
+use std::sync::LazyLock;
+use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -31,6 +34,33 @@ struct ResultLabels {
 }
 
 type JobCounter = Family<JobLabels, Counter>;
+
+/// Labels of `kfop_client_requests_total`: the request verb (`get`, `list`, `watch`, `create`,
+/// `update`, `patch`, `delete`), the resource (`pods`, `pytorchjobs/status`, ...) and the response
+/// code (`200`, `409`, ... or `error` when no response arrived).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ClientRequestLabels {
+    pub verb: &'static str,
+    pub resource: String,
+    pub code: String,
+}
+
+/// The client's request counters. They are process-wide because the client is built before any
+/// [`Metrics`] exists; every [`Metrics`] registers the same series.
+#[derive(Clone, Debug, Default)]
+pub struct ClientMetrics {
+    /// Requests sent, by verb, resource and response code.
+    pub requests: Family<ClientRequestLabels, Counter>,
+    /// Seconds requests waited for a token of the client-side rate limiter.
+    pub throttled_seconds: Counter<f64, AtomicU64>,
+}
+
+static CLIENT: LazyLock<ClientMetrics> = LazyLock::new(ClientMetrics::default);
+
+/// The process-wide client metrics that [`crate::client::build`]'s layers record into.
+pub fn client() -> &'static ClientMetrics {
+    &CLIENT
+}
 
 /// The reconcile families; cloning shares the underlying series, so a timer can own a copy and
 /// need not borrow [`Metrics`].
@@ -96,6 +126,19 @@ impl Metrics {
             "Length of time per reconciliation per controller",
             Unit::Seconds,
             reconcile.time.clone(),
+        );
+
+        let client = client();
+        registry.register(
+            "kfop_client_requests",
+            "API requests sent by the operator's client, by verb, resource and response code",
+            client.requests.clone(),
+        );
+        registry.register_with_unit(
+            "kfop_client_rate_limiter_wait",
+            "Time requests waited for the client-side rate limiter (--kube-api-qps/--kube-api-burst)",
+            Unit::Seconds,
+            client.throttled_seconds.clone(),
         );
 
         Self {
@@ -299,8 +342,15 @@ mod tests {
 
     #[test]
     fn no_series_before_any_event() {
-        // prometheus-client leaves out families without series, so only the EOF marker remains.
-        assert_eq!(Metrics::new().encode(), "# EOF\n");
+        // prometheus-client leaves out families without series, so only the process-wide client
+        // counters (shared with other tests of this process) and the EOF marker remain.
+        let text = Metrics::new().encode();
+        assert!(text.ends_with("# EOF\n"), "{text}");
+        let other: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.contains("kfop_client_") && *l != "# EOF")
+            .collect();
+        assert!(other.is_empty(), "{other:?}");
     }
 
     #[test]
@@ -511,6 +561,28 @@ mod tests {
         assert_line(
             &metrics,
             r#"controller_runtime_reconcile_time_seconds_count{controller="jaxjob"} 16"#,
+        );
+    }
+
+    #[test]
+    fn client_requests_are_served() {
+        let labels = ClientRequestLabels {
+            verb: "create",
+            resource: "metrics-test-widgets".into(),
+            code: "201".into(),
+        };
+        client().requests.get_or_create(&labels).inc();
+        let metrics = Metrics::new();
+        let text = metrics.encode();
+        assert!(
+            text.lines().any(|l| l.starts_with(
+                r#"kfop_client_requests_total{verb="create",resource="metrics-test-widgets",code="201"} "#
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains("# TYPE kfop_client_rate_limiter_wait_seconds counter"),
+            "{text}"
         );
     }
 }

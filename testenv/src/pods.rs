@@ -4,6 +4,8 @@
 //! annotates it, and kwok's `kfop-pod-exit` Stage terminates every container with the given exit
 //! code and restart count: phase Succeeded for 0, Failed otherwise. [`set_restart_count`] patches
 //! the status directly for a pod that stays Running but has restarted (restartPolicy OnFailure).
+//! A pod created with [`COMPLETE_AFTER_MS_ANNOTATION`] (see [`complete_after`]) needs no driving:
+//! kwok's `kfop-pod-complete-after` Stage makes it Succeed that long after it started running.
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
@@ -12,6 +14,14 @@ use crate::{Error, Result};
 
 pub const EXIT_CODE_ANNOTATION: &str = "kwok.kfop.dev/exit-code";
 pub const RESTART_COUNT_ANNOTATION: &str = "kwok.kfop.dev/restart-count";
+/// Milliseconds a running pod "trains" before kwok ends it with exit code 0 (phase Succeeded).
+pub const COMPLETE_AFTER_MS_ANNOTATION: &str = "kwok.kfop.dev/complete-after-ms";
+
+/// The annotation (key and value) to put on a pod, or a job's pod template, so that kwok ends it
+/// with exit code 0 `run_for` after it started running.
+pub fn complete_after(run_for: std::time::Duration) -> (&'static str, String) {
+    (COMPLETE_AFTER_MS_ANNOTATION, run_for.as_millis().to_string())
+}
 
 /// Makes kwok terminate the running pod `name` with `exit_code` after `restart_count` restarts.
 pub async fn finish(api: &Api<Pod>, name: &str, exit_code: i32, restart_count: i32) -> Result<()> {

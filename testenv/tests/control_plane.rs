@@ -159,6 +159,40 @@ async fn restart_count_can_be_set_on_a_running_pod() {
     );
 }
 
+#[tokio::test]
+async fn pods_complete_on_their_own_after_the_annotated_delay() {
+    let env = TestEnv::shared().unwrap();
+    let ns = env.namespace("complete-after").await.unwrap();
+    let pods: Api<Pod> = ns.api();
+    let (key, value) = pods::complete_after(std::time::Duration::from_millis(1500));
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": { "name": "trainer", "annotations": { key: value } },
+        "spec": { "restartPolicy": "Never", "containers": [{ "name": "main", "image": "busybox" }] },
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let started = wait::until("pod trainer Running", wait::default_timeout(), || async {
+        let pod = pods.get("trainer").await.unwrap();
+        Ok((pods::phase(&pod) == "Running").then(std::time::Instant::now))
+    })
+    .await
+    .unwrap();
+    let pod = wait::until("pod trainer Succeeded", wait::default_timeout(), || async {
+        let pod = pods.get("trainer").await.unwrap();
+        Ok((pods::phase(&pod) == "Succeeded").then_some(pod))
+    })
+    .await
+    .unwrap();
+    assert_eq!(terminated_exit_code(&pod), Some(0));
+    // Seen Running at some point within the delay, so at least part of it must have passed.
+    assert!(
+        started.elapsed() >= std::time::Duration::from_millis(500),
+        "completed {:?} after being seen Running",
+        started.elapsed()
+    );
+    ns.delete().await.unwrap();
+}
+
 #[test]
 fn missing_binaries_name_the_build_command() {
     let err = kfop_testenv::Error::MissingBinary {

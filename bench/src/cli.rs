@@ -1,0 +1,130 @@
+//! The benchmark's flags.
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+
+/// Every job kind the all-in-one operator bundles, as `--enable-scheme` takes them.
+pub const ALL_SCHEMES: [&str; 6] = [
+    "tfjob",
+    "pytorchjob",
+    "xgboostjob",
+    "paddlejob",
+    "jaxjob",
+    "mxjob",
+];
+
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "kfop-bench",
+    version,
+    about = "Scale benchmark: PyTorchJobs through the all-in-one operator on a local kwok plane, \
+             against a plain client creating the same pods and services"
+)]
+pub struct Args {
+    /// PyTorchJobs to submit (1 master + 3 workers each)
+    #[arg(long, default_value_t = 1000)]
+    pub jobs: usize,
+    /// Submission rate in jobs per second; 0 submits all at once
+    #[arg(long, default_value_t = 0.0)]
+    pub rate: f64,
+    /// Jobs reconciled concurrently: the operator's --controller-threads and the ceiling's
+    /// concurrent jobs
+    #[arg(long, default_value_t = 4)]
+    pub concurrency: u16,
+    /// Creates in flight while submitting jobs all at once
+    #[arg(long, default_value_t = 32)]
+    pub submit_parallelism: usize,
+    /// How long each pod runs before kwok ends it with exit code 0, e.g. `10s`, `500ms`
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub complete_after: Duration,
+    /// kwok nodes to register (1000 pods each)
+    #[arg(long, default_value_t = 16)]
+    pub nodes: usize,
+    /// Job kinds the operator runs (repeatable); passed on as --enable-scheme
+    #[arg(long = "enable-scheme", default_value = "pytorchjob")]
+    pub enable_scheme: Vec<String>,
+    /// Also run the operator with every bundled kind enabled on the same workload and compare its
+    /// memory with the first run
+    #[arg(long)]
+    pub compare_all_schemes: bool,
+    /// Skip the ceiling phase (no plain-client comparison)
+    #[arg(long)]
+    pub no_ceiling: bool,
+    /// The operator's client-side request rate (--kube-api-qps); its default when absent
+    #[arg(long)]
+    pub qps: Option<f32>,
+    /// The operator's client-side burst (--kube-api-burst); its default when absent
+    #[arg(long)]
+    pub burst: Option<u32>,
+    /// More flags for the operator (repeatable), e.g. `--operator-arg=--no-child-events`
+    #[arg(long = "operator-arg", allow_hyphen_values = true)]
+    pub operator_args: Vec<String>,
+    /// Where to write results.md, results.json and the plots
+    #[arg(long, default_value = "bench/results")]
+    pub results: PathBuf,
+    /// The operator binary; default: target/release/kfop-operator, else target/debug/kfop-operator
+    /// next to this binary
+    #[arg(long)]
+    pub operator_bin: Option<PathBuf>,
+    /// Give up on a phase after this long
+    #[arg(long, default_value = "15m", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// RSS and CPU sampling interval
+    #[arg(long, default_value = "250ms", value_parser = parse_duration)]
+    pub sample_every: Duration,
+}
+
+/// Parses `250ms`, `10s`, `2m` or a bare number of seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (number, unit) = match text.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
+        Some(i) => text.split_at(i),
+        None => (text, "s"),
+    };
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("`{text}`: expected a number with ms, s or m"))?;
+    let seconds = match unit {
+        "ms" => value / 1000.0,
+        "s" => value,
+        "m" => value * 60.0,
+        other => return Err(format!("`{text}`: unknown unit `{other}` (use ms, s or m)")),
+    };
+    if !seconds.is_finite() || seconds < 0.0 {
+        return Err(format!("`{text}`: must be a non-negative duration"));
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("5h").is_err());
+        assert!(parse_duration("fast").is_err());
+    }
+
+    #[test]
+    fn defaults() {
+        let args = Args::parse_from(["kfop-bench"]);
+        assert_eq!(args.jobs, 1000);
+        assert_eq!(args.enable_scheme, vec!["pytorchjob".to_owned()]);
+        assert_eq!(args.complete_after, Duration::from_secs(10));
+        let args = Args::parse_from([
+            "kfop-bench",
+            "--jobs=5",
+            "--operator-arg=--no-child-events",
+            "--enable-scheme",
+            "tfjob",
+        ]);
+        assert_eq!(args.operator_args, vec!["--no-child-events".to_owned()]);
+        assert_eq!(args.enable_scheme, vec!["tfjob".to_owned()]);
+    }
+}

@@ -1,0 +1,47 @@
+//! `kfop-bench`: the scale benchmark of issue #8. It starts the local control plane with kwok
+//! nodes, runs the all-in-one operator as a separate process, submits PyTorchJobs (all at once or
+//! at a rate) whose pods kwok completes after a delay, and measures throughput, latency
+//! percentiles, the operator's CPU, RSS and API requests per job; then a plain client creates the
+//! same pods and services with the same concurrency (the ceiling). Results: results.md,
+//! results.json, latency.svg and rss.svg in `--results`.
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+mod ceiling;
+mod cli;
+mod error;
+mod observe;
+mod operator;
+mod plot;
+mod report;
+mod results;
+mod run;
+mod sample;
+mod stats;
+mod submit;
+mod timeline;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,kube_client=off,kube_runtime=warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let args = cli::Args::parse();
+    match run::run(&args).await {
+        Ok(run) => {
+            let _ = writeln!(std::io::stdout(), "{}", report::markdown(&run));
+            tracing::info!(results = %args.results.display(), "wrote results.md, results.json, latency.svg, rss.svg");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "benchmark failed");
+            ExitCode::FAILURE
+        }
+    }
+}

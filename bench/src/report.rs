@@ -1,0 +1,404 @@
+//! results.md: the figures of a run as markdown tables, with the issue's targets and whether each
+//! was met.
+use std::fmt::Write;
+
+use crate::results::{Phase, Run};
+use crate::stats::Percentiles;
+
+/// The operator's throughput must reach this share of the ceiling's.
+pub const TARGET_CEILING_RATIO: f64 = 0.8;
+/// p99 creation -> all pods must stay under this at [`TARGET_RATE`] jobs/s.
+pub const TARGET_P99_SECONDS: f64 = 2.0;
+pub const TARGET_RATE: f64 = 20.0;
+/// Peak RSS with this many live jobs must stay under [`TARGET_RSS_MB`].
+pub const TARGET_LIVE_JOBS: usize = 1000;
+pub const TARGET_RSS_MB: f64 = 60.0;
+/// Peak RSS with every kind enabled within this share of one kind's.
+pub const TARGET_ALL_SCHEMES_RATIO: f64 = 0.10;
+
+/// Whether a target was met, missed, or not measured by this run (and why).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    Met,
+    Missed,
+    NotMeasured(String),
+}
+
+impl Verdict {
+    fn from_bool(met: bool) -> Self {
+        if met { Self::Met } else { Self::Missed }
+    }
+
+    fn cell(&self) -> String {
+        match self {
+            Self::Met => "met".to_owned(),
+            Self::Missed => "**missed**".to_owned(),
+            Self::NotMeasured(why) => format!("not measured ({why})"),
+        }
+    }
+}
+
+/// A target row: what, the measured figure, the verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Target {
+    pub name: String,
+    pub measured: String,
+    pub verdict: Verdict,
+}
+
+/// The operator's throughput over the ceiling's, to all pods created.
+pub fn ceiling_ratio(run: &Run) -> Option<f64> {
+    let ceiling = run.ceiling.as_ref()?.throughput_all_pods?;
+    Some(run.operator.throughput_all_pods? / ceiling)
+}
+
+/// The issue's four targets against this run.
+pub fn targets(run: &Run) -> Vec<Target> {
+    let mut out = Vec::new();
+    out.push(match ceiling_ratio(run) {
+        Some(ratio) => Target {
+            name: format!("throughput >= {TARGET_CEILING_RATIO} x ceiling (creation -> all pods)"),
+            measured: format!("{ratio:.2} x"),
+            verdict: Verdict::from_bool(ratio >= TARGET_CEILING_RATIO),
+        },
+        None => Target {
+            name: format!("throughput >= {TARGET_CEILING_RATIO} x ceiling (creation -> all pods)"),
+            measured: "-".into(),
+            verdict: Verdict::NotMeasured("no ceiling phase, or jobs unfinished".into()),
+        },
+    });
+    let p99_name = format!("p99 creation -> all pods < {TARGET_P99_SECONDS} s at {TARGET_RATE} jobs/s");
+    out.push(match run.operator.latency_all_pods {
+        Some(p) if (run.config.rate - TARGET_RATE).abs() < f64::EPSILON => Target {
+            name: p99_name,
+            measured: format!("{:.2} s", p.p99),
+            verdict: Verdict::from_bool(p.p99 < TARGET_P99_SECONDS && run.operator.incomplete == 0),
+        },
+        _ => Target {
+            name: p99_name,
+            measured: run.operator.latency_all_pods.map_or_else(
+                || "-".into(),
+                |p| format!("{:.2} s at {}", p.p99, rate_label(run.config.rate)),
+            ),
+            verdict: Verdict::NotMeasured(format!("run with --rate {TARGET_RATE}")),
+        },
+    });
+    let rss_name = format!("operator RSS < {TARGET_RSS_MB} MB with {TARGET_LIVE_JOBS} live jobs");
+    out.push(match &run.operator.process {
+        Some(p) if run.operator.jobs >= TARGET_LIVE_JOBS => Target {
+            name: rss_name,
+            measured: format!("{:.1} MB peak", p.peak_rss_mb),
+            verdict: Verdict::from_bool(p.peak_rss_mb < TARGET_RSS_MB),
+        },
+        p => Target {
+            name: rss_name,
+            measured: p
+                .as_ref()
+                .map_or_else(|| "-".into(), |p| format!("{:.1} MB peak", p.peak_rss_mb)),
+            verdict: Verdict::NotMeasured(format!("{} jobs", run.operator.jobs)),
+        },
+    });
+    let all_name = format!(
+        "RSS with every kind enabled within {:.0}% of one",
+        TARGET_ALL_SCHEMES_RATIO * 100.0
+    );
+    let one = run.operator.process.as_ref();
+    let all = run.all_schemes.as_ref().and_then(|p| p.process.as_ref());
+    out.push(match (one, all) {
+        (Some(one), Some(all)) => {
+            let idle = all.idle_rss_mb / one.idle_rss_mb - 1.0;
+            let peak = all.peak_rss_mb / one.peak_rss_mb - 1.0;
+            Target {
+                name: all_name,
+                measured: format!("idle {:+.1}%, peak {:+.1}%", idle * 100.0, peak * 100.0),
+                verdict: Verdict::from_bool(
+                    idle <= TARGET_ALL_SCHEMES_RATIO && peak <= TARGET_ALL_SCHEMES_RATIO,
+                ),
+            }
+        }
+        _ => Target {
+            name: all_name,
+            measured: "-".into(),
+            verdict: Verdict::NotMeasured("run with --compare-all-schemes".into()),
+        },
+    });
+    out
+}
+
+fn rate_label(rate: f64) -> String {
+    if rate > 0.0 {
+        format!("{rate} jobs/s")
+    } else {
+        "all at once".to_owned()
+    }
+}
+
+fn num(value: Option<f64>, digits: usize) -> String {
+    value.map_or_else(|| "-".to_owned(), |v| format!("{v:.digits$}"))
+}
+
+fn pct(p: Option<Percentiles>) -> String {
+    p.map_or_else(
+        || "-".to_owned(),
+        |p| format!("{:.2} / {:.2} / {:.2}", p.p50, p.p90, p.p99),
+    )
+}
+
+/// The markdown report.
+pub fn markdown(run: &Run) -> String {
+    let c = &run.config;
+    let mut md = String::new();
+    let _ = writeln!(md, "# kfop scale benchmark\n");
+    let _ = writeln!(
+        md,
+        "{} PyTorchJobs ({} pods each: 1 master + {} workers), submitted {}; each pod runs {} s \
+         on {} kwok nodes; operator `--enable-scheme {}` `--controller-threads {}`{}; \
+         ceiling concurrency {} jobs. {} cores, {}.\n",
+        c.jobs,
+        c.pods_per_job,
+        c.pods_per_job.saturating_sub(1),
+        rate_label(c.rate),
+        c.complete_after_seconds,
+        c.nodes,
+        c.schemes.join(","),
+        c.concurrency,
+        if c.operator_args.is_empty() {
+            String::new()
+        } else {
+            format!(" `{}`", c.operator_args.join(" "))
+        },
+        c.concurrency,
+        c.cores,
+        c.date,
+    );
+
+    let mut phases: Vec<&Phase> = vec![&run.operator];
+    phases.extend(run.ceiling.as_ref());
+    phases.extend(run.all_schemes.as_ref());
+    let _ = write!(md, "| |");
+    for p in &phases {
+        let _ = write!(md, " {} |", p.name);
+    }
+    if run.ceiling.is_some() {
+        let _ = write!(md, " operator / ceiling |");
+    }
+    let _ = writeln!(md);
+    let _ = writeln!(
+        md,
+        "|---|{}",
+        "---|".repeat(phases.len() + usize::from(run.ceiling.is_some()))
+    );
+    let ratio = |f: fn(&Phase) -> Option<f64>| match &run.ceiling {
+        Some(ceiling) => match (f(&run.operator), f(ceiling)) {
+            (Some(o), Some(c)) if c > 0.0 => format!(" {:.2} |", o / c),
+            _ => " - |".to_owned(),
+        },
+        None => String::new(),
+    };
+    let mut row = |label: &str, cell: &dyn Fn(&Phase) -> String, tail: String| {
+        let _ = write!(md, "| {label} |");
+        for p in &phases {
+            let _ = write!(md, " {} |", cell(p));
+        }
+        let _ = writeln!(md, "{tail}");
+    };
+    let no_tail = || {
+        if run.ceiling.is_some() {
+            " |".to_owned()
+        } else {
+            String::new()
+        }
+    };
+    row(
+        "jobs/s, creation -> all pods exist",
+        &|p| num(p.throughput_all_pods, 1),
+        ratio(|p| p.throughput_all_pods),
+    );
+    row(
+        "jobs/s, creation -> Succeeded",
+        &|p| num(p.throughput_succeeded, 1),
+        no_tail(),
+    );
+    row(
+        "creation -> all pods exist, p50 / p90 / p99 (s)",
+        &|p| pct(p.latency_all_pods),
+        no_tail(),
+    );
+    row(
+        "creation -> all pods Running, p50 / p90 / p99 (s)",
+        &|p| pct(p.latency_running),
+        no_tail(),
+    );
+    row(
+        "creation -> Succeeded, p50 / p90 / p99 (s)",
+        &|p| pct(p.latency_succeeded),
+        no_tail(),
+    );
+    row(
+        "operator CPU (s)",
+        &|p| num(p.process.as_ref().map(|s| s.cpu_seconds), 1),
+        no_tail(),
+    );
+    row(
+        "operator RSS idle / peak / end (MB)",
+        &|p| {
+            p.process.as_ref().map_or_else(
+                || "-".to_owned(),
+                |s| {
+                    format!(
+                        "{:.1} / {:.1} / {:.1}",
+                        s.idle_rss_mb, s.peak_rss_mb, s.end_rss_mb
+                    )
+                },
+            )
+        },
+        no_tail(),
+    );
+    row(
+        "API requests per job",
+        &|p| num(p.requests.as_ref().map(|r| r.per_job), 1),
+        no_tail(),
+    );
+    row(
+        "reconciles per job",
+        &|p| num(p.requests.as_ref().map(|r| r.reconciles_per_job), 1),
+        no_tail(),
+    );
+    row(
+        "mean reconcile time (s)",
+        &|p| num(p.requests.as_ref().map(|r| r.reconcile_mean_seconds), 3),
+        no_tail(),
+    );
+    row(
+        "client rate-limiter wait, summed (s)",
+        &|p| num(p.requests.as_ref().map(|r| r.rate_limiter_wait_seconds), 1),
+        no_tail(),
+    );
+    row(
+        "jobs not finished in time",
+        &|p| p.incomplete.to_string(),
+        no_tail(),
+    );
+
+    let _ = writeln!(md, "\n## Targets (issue #8)\n");
+    let _ = writeln!(md, "| target | measured | result |\n|---|---|---|");
+    for t in targets(run) {
+        let _ = writeln!(md, "| {} | {} | {} |", t.name, t.measured, t.verdict.cell());
+    }
+
+    if let Some(requests) = &run.operator.requests {
+        let _ = writeln!(
+            md,
+            "\n## Operator API requests per job ({})\n\n| verb resource code | per job |\n|---|---|",
+            run.operator.name
+        );
+        for (kind, per_job) in &requests.per_job_by_kind {
+            let _ = writeln!(md, "| {kind} | {per_job:.2} |");
+        }
+    }
+    let _ = writeln!(
+        md,
+        "\nPlots: [latency.svg](latency.svg) (per-job latency by submission time), \
+         [rss.svg](rss.svg) (operator RSS over time). Raw data: results.json."
+    );
+    md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::{ProcessStats, RequestStats, RunConfig};
+
+    fn phase(name: &str, throughput: f64, p99: f64, rss: f64) -> Phase {
+        Phase {
+            name: name.into(),
+            jobs: 1000,
+            throughput_all_pods: Some(throughput),
+            latency_all_pods: Some(Percentiles {
+                count: 1000,
+                p50: p99 / 2.0,
+                p90: p99 / 1.5,
+                p99,
+                max: p99,
+            }),
+            process: Some(ProcessStats {
+                cpu_seconds: 12.0,
+                idle_rss_mb: rss / 2.0,
+                peak_rss_mb: rss,
+                end_rss_mb: rss,
+            }),
+            requests: Some(RequestStats {
+                total: 20000.0,
+                per_job: 20.0,
+                per_job_by_kind: [("create pods 201".to_owned(), 4.0)].into(),
+                ..RequestStats::default()
+            }),
+            ..Phase::default()
+        }
+    }
+
+    fn run(rate: f64) -> Run {
+        Run {
+            config: RunConfig {
+                jobs: 1000,
+                pods_per_job: 4,
+                rate,
+                concurrency: 4,
+                schemes: vec!["pytorchjob".into()],
+                ..RunConfig::default()
+            },
+            operator: phase("operator (pytorchjob)", 40.0, 1.5, 50.0),
+            ceiling: Some(Phase {
+                process: None,
+                requests: None,
+                ..phase("ceiling", 45.0, 1.0, 0.0)
+            }),
+            all_schemes: Some(phase("operator (all kinds)", 39.0, 1.6, 56.0)),
+        }
+    }
+
+    #[test]
+    fn verdicts() {
+        let t = targets(&run(20.0));
+        let verdicts: Vec<_> = t.iter().map(|t| t.verdict.clone()).collect();
+        assert_eq!(
+            verdicts,
+            vec![Verdict::Met, Verdict::Met, Verdict::Met, Verdict::Missed],
+            "{t:?}"
+        );
+        assert_eq!(t[0].measured, "0.89 x");
+        assert_eq!(t[3].measured, "idle +12.0%, peak +12.0%");
+
+        let t = targets(&run(0.0));
+        assert!(matches!(t[1].verdict, Verdict::NotMeasured(_)));
+        let mut slow = run(0.0);
+        slow.operator.throughput_all_pods = Some(10.0);
+        slow.all_schemes = None;
+        let t = targets(&slow);
+        assert_eq!(t[0].verdict, Verdict::Missed);
+        assert!(matches!(t[3].verdict, Verdict::NotMeasured(_)));
+    }
+
+    #[test]
+    fn markdown_has_every_phase_and_target() {
+        let md = markdown(&run(0.0));
+        assert!(md.starts_with("# kfop scale benchmark"));
+        assert!(
+            md.contains("| | operator (pytorchjob) | ceiling | operator (all kinds) | operator / ceiling |")
+        );
+        assert!(
+            md.contains("| jobs/s, creation -> all pods exist | 40.0 | 45.0 | 39.0 | 0.89 |"),
+            "{md}"
+        );
+        assert!(md.contains("| create pods 201 | 4.00 |"));
+        assert!(md.contains("## Targets"));
+        // Every table row has the same number of cells as its header.
+        let header_cells = md
+            .lines()
+            .find(|l| l.starts_with("| |"))
+            .map(|l| l.matches('|').count());
+        for line in md.lines().filter(|l| l.starts_with("| ") && l.contains("(s)")) {
+            assert_eq!(Some(line.matches('|').count()), header_cells, "{line}");
+        }
+    }
+}

@@ -1,0 +1,289 @@
+//! One benchmark run: the plane, the operator phase(s), the ceiling phase, the results files.
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Namespace;
+use kfop_testenv::{ControlPlane, NodeShape, PlaneOptions};
+use kube::Client;
+use kube::api::{Api, PostParams};
+
+use crate::ceiling::{self, Children};
+use crate::cli::{ALL_SCHEMES, Args};
+use crate::error::{Error, Result};
+use crate::observe::Observed;
+use crate::operator::{self, Operator};
+use crate::results::{Phase, ProcessStats, RequestStats, Run, RunConfig};
+use crate::sample::Sampler;
+use crate::submit::{self, PODS_PER_JOB, Pace};
+use crate::{plot, report};
+
+/// How long the ceiling waits for kwok to run its pods once they all exist.
+const CEILING_RUNNING_GRACE: Duration = Duration::from_secs(20);
+
+/// How long the idle reading waits after the operator is ready.
+const IDLE_SETTLE: Duration = Duration::from_secs(2);
+
+/// Runs the benchmark and writes results.md, results.json, latency.svg and rss.svg.
+pub async fn run(args: &Args) -> Result<Run> {
+    let bin = operator::locate(args.operator_bin.as_deref())?;
+    std::fs::create_dir_all(&args.results).map_err(|e| Error::io(&args.results, e))?;
+    let results = std::fs::canonicalize(&args.results).map_err(|e| Error::io(&args.results, e))?;
+
+    let started = Instant::now();
+    let plane = ControlPlane::start(PlaneOptions {
+        nodes: NodeShape {
+            count: args.nodes,
+            ..NodeShape::default()
+        },
+        ..PlaneOptions::default()
+    })
+    .await?;
+    tracing::info!(
+        elapsed_s = started.elapsed().as_secs_f64(),
+        kubeconfig = %plane.kubeconfig().display(),
+        "control plane up"
+    );
+    let client = plane.client().await?;
+    let all = kfop_operator::schemes::parse(&[]).map_err(|e| Error::Operator(e.to_string()))?;
+    kfop_testenv::install_crds(&client, all.iter().map(|s| kfop_operator::crds::of(*s))).await?;
+
+    let mut config = config(args);
+    let schemes = args.enable_scheme.clone();
+    let (first, captured) = operator_phase(
+        args,
+        &bin,
+        &plane,
+        &client,
+        &OperatorPhase {
+            name: format!("operator ({})", schemes.join(",")),
+            namespace: "bench-operator",
+            schemes: &schemes,
+            capture: !args.no_ceiling,
+            log: results.join("operator.log"),
+        },
+    )
+    .await?;
+
+    let ceiling = match captured {
+        Some(jobs) => Some(ceiling_phase(args, &client, jobs).await?),
+        None => None,
+    };
+
+    let all_schemes = if args.compare_all_schemes {
+        let every: Vec<String> = ALL_SCHEMES.iter().map(|s| (*s).to_owned()).collect();
+        let (phase, _) = operator_phase(
+            args,
+            &bin,
+            &plane,
+            &client,
+            &OperatorPhase {
+                name: format!("operator (all {} kinds)", every.len()),
+                namespace: "bench-all-kinds",
+                schemes: &every,
+                capture: false,
+                log: results.join("operator-all-kinds.log"),
+            },
+        )
+        .await?;
+        Some(phase)
+    } else {
+        None
+    };
+    config.date = date();
+
+    let run = Run {
+        config,
+        operator: first,
+        ceiling,
+        all_schemes,
+    };
+    write_results(&run, &results)?;
+    drop(plane);
+    Ok(run)
+}
+
+fn config(args: &Args) -> RunConfig {
+    let mut operator_args = Vec::new();
+    if let Some(qps) = args.qps {
+        operator_args.push(format!("--kube-api-qps={qps}"));
+    }
+    if let Some(burst) = args.burst {
+        operator_args.push(format!("--kube-api-burst={burst}"));
+    }
+    operator_args.extend(args.operator_args.iter().cloned());
+    RunConfig {
+        jobs: args.jobs,
+        pods_per_job: PODS_PER_JOB,
+        rate: args.rate,
+        concurrency: args.concurrency,
+        complete_after_seconds: args.complete_after.as_secs_f64(),
+        nodes: args.nodes,
+        schemes: args.enable_scheme.clone(),
+        operator_args,
+        cores: std::thread::available_parallelism().map_or(0, usize::from),
+        date: String::new(),
+    }
+}
+
+/// Writes every results file into `dir`.
+pub fn write_results(run: &Run, dir: &Path) -> Result<()> {
+    let json = serde_json::to_string_pretty(run)?;
+    let path = dir.join("results.json");
+    std::fs::write(&path, json).map_err(|e| Error::io(&path, e))?;
+    let path = dir.join("results.md");
+    std::fs::write(&path, report::markdown(run)).map_err(|e| Error::io(&path, e))?;
+    plot::write(run, dir)
+}
+
+struct OperatorPhase<'a> {
+    name: String,
+    namespace: &'a str,
+    schemes: &'a [String],
+    /// Capture the created pods and services for the ceiling.
+    capture: bool,
+    log: PathBuf,
+}
+
+async fn create_namespace(client: &Client, name: &str) -> Result<()> {
+    let api: Api<Namespace> = Api::all(client.clone());
+    let mut ns = Namespace::default();
+    ns.metadata.name = Some(name.to_owned());
+    api.create(&PostParams::default(), &ns)
+        .await
+        .map_err(Error::kube(format!("creating namespace {name}")))?;
+    Ok(())
+}
+
+/// Submits the jobs to a fresh operator process watching only `phase.namespace` and waits for
+/// every job to succeed (or the timeout).
+async fn operator_phase(
+    args: &Args,
+    bin: &Path,
+    plane: &ControlPlane,
+    client: &Client,
+    phase: &OperatorPhase<'_>,
+) -> Result<(Phase, Option<BTreeMap<String, Children>>)> {
+    tracing::info!(phase = %phase.name, jobs = args.jobs, "operator phase");
+    create_namespace(client, phase.namespace).await?;
+    let mut flags: Vec<String> = phase
+        .schemes
+        .iter()
+        .map(|s| format!("--enable-scheme={s}"))
+        .collect();
+    flags.push(format!("--namespace={}", phase.namespace));
+    flags.push(format!("--controller-threads={}", args.concurrency));
+    flags.extend(config(args).operator_args);
+    let mut operator = Operator::spawn(bin, plane.kubeconfig(), &flags, &phase.log).await?;
+    operator.wait_ready(Duration::from_secs(60)).await?;
+    let start = Instant::now();
+    let sampler = Sampler::start(operator.pid(), start, args.sample_every);
+    tokio::time::sleep(IDLE_SETTLE).await;
+    let before = operator.scrape().await?;
+
+    let observed = Observed::new(start, PODS_PER_JOB);
+    let resource = submit::pytorch_resource();
+    let watches = observed.watch(client, phase.namespace, Some(&resource));
+    let jobs_api = kube::Api::namespaced_with(client.clone(), phase.namespace, &resource);
+    let pace = if args.rate > 0.0 {
+        Pace::Rate(args.rate)
+    } else {
+        Pace::AllAtOnce {
+            parallelism: args.submit_parallelism,
+        }
+    };
+    submit::submit(&jobs_api, args.jobs, args.complete_after, pace, &observed).await?;
+    let jobs = args.jobs;
+    observed
+        .wait_until(args.timeout, &phase.name, |t| t.count(|m| m.succeeded) >= jobs)
+        .await;
+    let after = operator.scrape().await?;
+    // A last reading with every job still present.
+    tokio::time::sleep(args.sample_every).await;
+    let samples = sampler.stop();
+    for watch in watches {
+        watch.abort();
+    }
+    let captured = if phase.capture {
+        tokio::time::sleep(ceiling::CAPTURE_SETTLE).await;
+        Some(ceiling::capture(client, phase.namespace).await?)
+    } else {
+        None
+    };
+    operator.stop(Duration::from_secs(10)).await?;
+
+    let mut result = Phase::from_timeline(&phase.name, observed.snapshot(), true);
+    result.process = ProcessStats::of(&samples);
+    result.requests = Some(RequestStats::between(&before, &after, args.jobs));
+    result.samples = samples;
+    tracing::info!(
+        phase = %phase.name,
+        throughput_all_pods = ?result.throughput_all_pods,
+        throughput_succeeded = ?result.throughput_succeeded,
+        incomplete = result.incomplete,
+        "phase done"
+    );
+    Ok((result, captured))
+}
+
+/// Creates the captured pods and services with a plain client, `--concurrency` jobs at a time.
+async fn ceiling_phase(args: &Args, client: &Client, jobs: BTreeMap<String, Children>) -> Result<Phase> {
+    let namespace = "bench-ceiling";
+    tracing::info!(jobs = jobs.len(), "ceiling phase");
+    create_namespace(client, namespace).await?;
+    let observed = Observed::new(Instant::now(), PODS_PER_JOB);
+    let watches = observed.watch(client, namespace, None);
+    let count = jobs.len();
+    ceiling::run(client, namespace, jobs, usize::from(args.concurrency), &observed).await?;
+    // Every pod must exist; Running is kwok's pace, so it gets only a short grace.
+    observed
+        .wait_until(args.timeout, "ceiling", |t| t.count(|m| m.all_pods) >= count)
+        .await;
+    observed
+        .wait_until(CEILING_RUNNING_GRACE, "ceiling Running", |t| {
+            t.count(|m| m.all_running) >= count
+        })
+        .await;
+    for watch in watches {
+        watch.abort();
+    }
+    let phase = Phase::from_timeline("ceiling (plain client)", observed.snapshot(), false);
+    tracing::info!(throughput_all_pods = ?phase.throughput_all_pods, "ceiling done");
+    Ok(phase)
+}
+
+/// Today's UTC date (YYYY-MM-DD) from the system clock.
+fn date() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let (y, m, d) = civil_from_days(days);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// Howard Hinnant's days-to-civil algorithm (proleptic Gregorian, days since 1970-01-01).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+}

@@ -1,0 +1,69 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! The small-N mode CI runs: the whole benchmark with a handful of jobs, checking that it
+//! completes and writes parseable results. No timing assertions.
+use std::path::PathBuf;
+use std::process::Command;
+
+/// The operator binary of this build (`cargo test --workspace` builds it for its own tests).
+fn operator_bin() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let target = exe
+        .ancestors()
+        .find(|dir| dir.file_name().is_some_and(|n| n == "target"))
+        .unwrap()
+        .to_path_buf();
+    ["debug", "release"]
+        .iter()
+        .map(|profile| target.join(profile).join("kfop-operator"))
+        .find(|path| path.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "no kfop-operator under {}: run `cargo build -p kfop-operator`",
+                target.display()
+            )
+        })
+}
+
+#[test]
+fn small_run_writes_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_kfop-bench"))
+        .args([
+            "--jobs",
+            "5",
+            "--complete-after",
+            "1s",
+            "--nodes",
+            "2",
+            "--timeout",
+            "3m",
+        ])
+        .arg("--compare-all-schemes")
+        .arg("--results")
+        .arg(dir.path())
+        .arg("--operator-bin")
+        .arg(operator_bin())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "kfop-bench failed:\n{stderr}");
+
+    let md = std::fs::read_to_string(dir.path().join("results.md")).unwrap();
+    assert!(md.starts_with("# kfop scale benchmark"), "{md}");
+    assert!(md.contains("## Targets"), "{md}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("results.json")).unwrap()).unwrap();
+    for phase in ["operator", "ceiling", "all_schemes"] {
+        assert_eq!(json[phase]["jobs"], 5, "{phase}: {json}");
+        assert_eq!(
+            json[phase]["incomplete"], 0,
+            "{phase} left jobs unfinished:\n{stderr}"
+        );
+    }
+    assert!(json["operator"]["requests"]["per_job"].as_f64().unwrap() > 0.0);
+    assert!(!json["operator"]["samples"].as_array().unwrap().is_empty());
+    for plot in ["latency.svg", "rss.svg"] {
+        let svg = std::fs::read_to_string(dir.path().join(plot)).unwrap();
+        assert!(svg.starts_with("<svg"), "{plot}");
+    }
+}
