@@ -9,6 +9,7 @@
 //! [`training_job`] attribute, so an operator needs this one dependency.
 
 pub mod api;
+mod cache;
 pub mod client;
 pub mod controller;
 pub mod defaults;

@@ -294,6 +294,7 @@ impl Manager {
                 };
                 watcher(api, watcher_config.clone())
                     .default_backoff()
+                    .modify(crate::cache::slim)
                     .reflect(writer)
                     .touched_objects()
                     .for_each(move |object| {
@@ -308,10 +309,12 @@ impl Manager {
             }));
         let pod_watch = watcher(pod_api, watcher_config.clone())
             .default_backoff()
+            .modify(crate::cache::slim_pod)
             .reflect_shared(pod_writer)
             .for_each(|_| std::future::ready(()));
         let service_watch = watcher(service_api, watcher_config)
             .default_backoff()
+            .modify(crate::cache::slim_service)
             .reflect_shared(service_writer)
             .for_each(|_| std::future::ready(()));
         let readiness = async move {

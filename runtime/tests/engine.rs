@@ -231,6 +231,28 @@ async fn resources_have_kubeflow_names_labels_and_owners_and_the_job_succeeds() 
         status.replica_statuses["Worker"].succeeded, 3,
         "active workers count as succeeded"
     );
+    // One creation event per child, each with its own message and the child as related object.
+    let events: Api<k8s_openapi::api::events::v1::Event> = f.ns.api();
+    let created: Vec<(String, String)> = events
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("SuccessfulCreatePod"))
+        .map(|e| {
+            let related = e.related.and_then(|r| r.name).unwrap_or_default();
+            (related, e.note.unwrap_or_default())
+        })
+        .collect();
+    let mut expected: Vec<(String, String)> = MW3
+        .iter()
+        .map(|p| ((*p).to_owned(), format!("Created pod: {p}")))
+        .collect();
+    let mut created = created;
+    created.sort();
+    expected.sort();
+    assert_eq!(created, expected);
     op.stop().await;
 }
 

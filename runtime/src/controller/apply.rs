@@ -1,7 +1,7 @@
 //! Carrying out a plan: thin and idempotent. A create that finds the object (409) and a delete
 //! that finds nothing (404) or a newer object (409 on the UID precondition) are successes.
 use futures::{StreamExt, stream};
-use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::core::v1::{ObjectReference, Pod, Service};
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::events::{Event, EventType as KubeEventType};
 use kube::{Resource, ResourceExt};
@@ -58,6 +58,7 @@ pub async fn apply<F: Framework>(ctx: &Context<F>, job: &F::Job, plan: Plan) -> 
                         EventType::Normal,
                         ok,
                         format!("Deleted {kind}: {}", child.name),
+                        related(kind, &child.name, &ns),
                     ));
                 }
             }
@@ -66,6 +67,7 @@ pub async fn apply<F: Framework>(ctx: &Context<F>, job: &F::Job, plan: Plan) -> 
                     EventType::Warning,
                     failed,
                     format!("Error deleting: {source}"),
+                    related(kind, &child.name, &ns),
                 ));
                 first_error.get_or_insert(Error::Kube {
                     action: "deleting",
@@ -116,6 +118,7 @@ pub async fn apply<F: Framework>(ctx: &Context<F>, job: &F::Job, plan: Plan) -> 
                 EventType::Normal,
                 ok,
                 format!("Created {kind}: {name}"),
+                related(kind, &name, &ns),
             )),
             Ok(false) => {}
             Err(source) => {
@@ -123,6 +126,7 @@ pub async fn apply<F: Framework>(ctx: &Context<F>, job: &F::Job, plan: Plan) -> 
                     EventType::Warning,
                     failed,
                     format!("Error creating: {source}"),
+                    related(kind, &name, &ns),
                 ));
                 first_error.get_or_insert(Error::Kube {
                     action: "creating",
@@ -172,6 +176,7 @@ pub async fn apply<F: Framework>(ctx: &Context<F>, job: &F::Job, plan: Plan) -> 
                     EventType::Normal,
                     "SuccessfulDeleteJob",
                     format!("Deleted job: {}", job.name_any()),
+                    None,
                 ));
             }
             Err(source) => {
@@ -179,6 +184,7 @@ pub async fn apply<F: Framework>(ctx: &Context<F>, job: &F::Job, plan: Plan) -> 
                     EventType::Warning,
                     "FailedDeleteJob",
                     format!("Error deleting: {source}"),
+                    None,
                 ));
                 first_error.get_or_insert(Error::Kube {
                     action: "deleting",
@@ -298,12 +304,29 @@ enum Child {
     Service(Box<Service>),
 }
 
-fn child_event(type_: EventType, reason: &str, message: String) -> JobEvent {
+fn child_event(
+    type_: EventType,
+    reason: &str,
+    message: String,
+    related: Option<ObjectReference>,
+) -> JobEvent {
     JobEvent {
         type_,
         reason: reason.to_owned(),
         message,
+        related,
     }
+}
+
+/// A reference to the pod or service `name`.
+fn related(kind: &str, name: &str, namespace: &str) -> Option<ObjectReference> {
+    Some(ObjectReference {
+        api_version: Some("v1".to_owned()),
+        kind: Some(if kind == POD { "Pod" } else { "Service" }.to_owned()),
+        name: Some(name.to_owned()),
+        namespace: Some(namespace.to_owned()),
+        ..ObjectReference::default()
+    })
 }
 
 /// Creates `obj`; `Ok(false)` when it already exists.
@@ -356,7 +379,7 @@ async fn publish<J: TrainingJob>(ctx: &Context<impl Framework<Job = J>>, job: &J
             action: event.reason.clone(),
             reason: event.reason,
             note: Some(event.message),
-            secondary: None,
+            secondary: event.related,
         };
         if let Err(e) = ctx.recorder.publish(&ev, &reference).await {
             tracing::warn!(job = %job.name_any(), error = %e, "could not publish event");

@@ -15,8 +15,8 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::runtime::controller::{Action, Config as RuntimeConfig, Controller};
 use kube::runtime::events::Recorder;
-use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::watcher;
+use kube::runtime::reflector::{self, ObjectRef, Store, reflector};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 
 pub use apply::apply;
@@ -193,7 +193,13 @@ pub async fn run<F: Framework>(
     check_crd::<F>(&jobs).await?;
     let name = ctx.framework.info().controller_name.clone();
     tracing::info!(controller = %name, "starting");
-    let mut controller = Controller::new(jobs, watcher::Config::default())
+    let (reader, writer) = reflector::store();
+    let job_events = reflector(
+        writer,
+        watcher(jobs, watcher::Config::default()).modify(crate::cache::slim::<F::Job>),
+    )
+    .applied_objects();
+    let mut controller = Controller::for_stream(job_events, reader)
         .owns_shared_stream(pod_events)
         .owns_shared_stream(service_events);
     for events in object_events {

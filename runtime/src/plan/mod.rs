@@ -72,11 +72,14 @@ pub enum EventType {
 }
 
 /// An event about the job. Events come from transitions, never from re-observing a state.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct JobEvent {
     pub type_: EventType,
     pub reason: String,
     pub message: String,
+    /// The child the event is about (a created or deleted pod or service), so events about
+    /// different children are separate series, each with its own message.
+    pub related: Option<k8s_openapi::api::core::v1::ObjectReference>,
 }
 
 /// A job-level counter to increment (Kubeflow's `training_operator_jobs_*_total`).
@@ -151,6 +154,7 @@ impl Draft<'_> {
             type_,
             reason,
             message,
+            related: None,
         });
     }
 
