@@ -4,16 +4,6 @@ use std::time::Duration;
 
 use clap::Parser;
 
-/// Every job kind the all-in-one operator bundles, as `--enable-scheme` takes them.
-pub const ALL_SCHEMES: [&str; 6] = [
-    "tfjob",
-    "pytorchjob",
-    "xgboostjob",
-    "paddlejob",
-    "jaxjob",
-    "mxjob",
-];
-
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "kfop-bench",

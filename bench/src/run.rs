@@ -9,7 +9,7 @@ use kube::Client;
 use kube::api::{Api, PostParams};
 
 use crate::ceiling::{self, Children};
-use crate::cli::{ALL_SCHEMES, Args};
+use crate::cli::Args;
 use crate::error::{Error, Result};
 use crate::observe::Observed;
 use crate::operator::{self, Operator};
@@ -71,7 +71,10 @@ pub async fn run(args: &Args) -> Result<Run> {
     };
 
     let all_schemes = if args.compare_all_schemes {
-        let every: Vec<String> = ALL_SCHEMES.iter().map(|s| (*s).to_owned()).collect();
+        let every: Vec<String> = kfop_operator::schemes::Scheme::ALL
+            .iter()
+            .map(|(name, _)| (*name).to_owned())
+            .collect();
         let (phase, _) = operator_phase(
             args,
             &bin,

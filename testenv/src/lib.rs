@@ -13,6 +13,7 @@ pub mod crds;
 mod env;
 mod error;
 mod kubeconfig;
+mod kubeflow_cases;
 pub mod lifecycle;
 mod nodes;
 mod pki;
