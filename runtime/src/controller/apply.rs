@@ -210,7 +210,7 @@ pub async fn apply<F: Framework>(ctx: &Context<F>, job: &F::Job, plan: Plan) -> 
         }
         events.extend(plan.events);
     }
-    publish(ctx, job, events).await;
+    publish(ctx, job, events);
     first_error.map_or(Ok(()), Err)
 }
 
@@ -360,29 +360,40 @@ where
     }
 }
 
-async fn publish<J: TrainingJob>(ctx: &Context<impl Framework<Job = J>>, job: &J, events: Vec<JobEvent>) {
-    if events.is_empty() {
-        return;
-    }
-    let reference = job.object_ref(&());
-    for event in events {
-        let is_child_event = event.reason.starts_with("Successful");
-        if is_child_event && !ctx.config.child_events {
-            continue;
-        }
-        let type_ = match event.type_ {
-            EventType::Normal => KubeEventType::Normal,
-            EventType::Warning => KubeEventType::Warning,
-        };
-        let ev = Event {
-            type_,
+/// Records the events in the background, several at once: they are informative, so a reconcile
+/// neither waits for them (one create each, the largest share of a job's API calls) nor fails
+/// on them.
+fn publish<J: TrainingJob>(ctx: &Context<impl Framework<Job = J>>, job: &J, events: Vec<JobEvent>) {
+    let events: Vec<Event> = events
+        .into_iter()
+        .filter(|e| ctx.config.child_events || !e.reason.starts_with("Successful"))
+        .map(|event| Event {
+            type_: match event.type_ {
+                EventType::Normal => KubeEventType::Normal,
+                EventType::Warning => KubeEventType::Warning,
+            },
             action: event.reason.clone(),
             reason: event.reason,
             note: Some(event.message),
             secondary: event.related,
-        };
-        if let Err(e) = ctx.recorder.publish(&ev, &reference).await {
-            tracing::warn!(job = %job.name_any(), error = %e, "could not publish event");
-        }
+        })
+        .collect();
+    if events.is_empty() {
+        return;
     }
+    let recorder = ctx.recorder.clone();
+    let reference = job.object_ref(&());
+    let parallelism = ctx.config.parallelism;
+    tokio::spawn(async move {
+        stream::iter(events)
+            .for_each_concurrent(parallelism, |event| {
+                let (recorder, reference) = (&recorder, &reference);
+                async move {
+                    if let Err(e) = recorder.publish(&event, reference).await {
+                        tracing::warn!(job = ?reference.name, error = %e, "could not publish event");
+                    }
+                }
+            })
+            .await;
+    });
 }
