@@ -243,18 +243,24 @@ impl Manager {
             priority_classes,
             shutdown: stop.clone(),
         };
-        // One shared watch per owned kind, however many frameworks own it.
-        let mut kinds: Vec<ApiResource> = Vec::new();
-        for kind in frameworks.iter().flat_map(|r| &r.kinds) {
-            if !kinds.iter().any(|k| same_kind(k, kind)) {
-                kinds.push(kind.clone());
+        // One shared watch per owned kind, however many frameworks own it, seeing only objects
+        // labelled as children of those frameworks (an owned Service kind must not cache every
+        // other framework's per-replica services a second time).
+        let mut kinds: Vec<(ApiResource, Vec<&str>)> = Vec::new();
+        for registered in &frameworks {
+            for kind in &registered.kinds {
+                match kinds.iter_mut().find(|(k, _)| same_kind(k, kind)) {
+                    Some((_, owners)) => owners.push(&registered.name),
+                    None => kinds.push((kind.clone(), vec![&registered.name])),
+                }
             }
         }
         let mut object_caches: Vec<_> = kinds
             .iter()
-            .map(|kind| {
+            .map(|(kind, owners)| {
                 let writer = reflector::store::Writer::<DynamicObject>::new(kind.clone());
-                (kind.clone(), writer.as_reader(), writer, Vec::new())
+                let selector = format!("{OPERATOR_NAME} in ({})", owners.join(","));
+                (kind.clone(), writer.as_reader(), writer, Vec::new(), selector)
             })
             .collect();
 
@@ -268,7 +274,7 @@ impl Manager {
             };
             let mut watches = Vec::with_capacity(registered.kinds.len());
             for kind in &registered.kinds {
-                if let Some((k, store, _, subscribers)) =
+                if let Some((k, store, _, subscribers, _)) =
                     object_caches.iter_mut().find(|(k, ..)| same_kind(k, kind))
                 {
                     let (tx, rx) = futures::channel::mpsc::unbounded();
@@ -287,12 +293,12 @@ impl Manager {
         let object_stores: Vec<Store<DynamicObject>> =
             object_caches.iter().map(|(_, store, ..)| store.clone()).collect();
         let object_watches =
-            futures::future::join_all(object_caches.into_iter().map(|(kind, _, writer, subscribers)| {
+            futures::future::join_all(object_caches.into_iter().map(|(kind, _, writer, subscribers, selector)| {
                 let api: Api<DynamicObject> = match &self.config.controller.namespace {
                     Some(ns) => Api::namespaced_with(self.client.clone(), ns, &kind),
                     None => Api::all_with(self.client.clone(), &kind),
                 };
-                watcher(api, watcher_config.clone())
+                watcher(api, watcher::Config::default().labels(&selector))
                     .default_backoff()
                     .modify(crate::cache::slim)
                     .reflect(writer)
