@@ -292,8 +292,8 @@ impl Manager {
 
         let object_stores: Vec<Store<DynamicObject>> =
             object_caches.iter().map(|(_, store, ..)| store.clone()).collect();
-        let object_watches =
-            futures::future::join_all(object_caches.into_iter().map(|(kind, _, writer, subscribers, selector)| {
+        let object_watches = futures::future::join_all(object_caches.into_iter().map(
+            |(kind, _, writer, subscribers, selector)| {
                 let api: Api<DynamicObject> = match &self.config.controller.namespace {
                     Some(ns) => Api::namespaced_with(self.client.clone(), ns, &kind),
                     None => Api::all_with(self.client.clone(), &kind),
@@ -312,7 +312,8 @@ impl Manager {
                         }
                         std::future::ready(())
                     })
-            }));
+            },
+        ));
         let pod_watch = watcher(pod_api, watcher_config.clone())
             .default_backoff()
             .modify(crate::cache::slim_pod)
