@@ -3,6 +3,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
+use kfop_runtime::operator::parse_duration;
 
 #[derive(Debug, Clone, Parser)]
 #[command(
@@ -65,41 +66,9 @@ pub struct Args {
     pub sample_every: Duration,
 }
 
-/// Parses `250ms`, `10s`, `2m` or a bare number of seconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let (number, unit) = match text.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
-        Some(i) => text.split_at(i),
-        None => (text, "s"),
-    };
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("`{text}`: expected a number with ms, s or m"))?;
-    let seconds = match unit {
-        "ms" => value / 1000.0,
-        "s" => value,
-        "m" => value * 60.0,
-        other => return Err(format!("`{text}`: unknown unit `{other}` (use ms, s or m)")),
-    };
-    if !seconds.is_finite() || seconds < 0.0 {
-        return Err(format!("`{text}`: must be a non-negative duration"));
-    }
-    Ok(Duration::from_secs_f64(seconds))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
-        assert!(parse_duration("5h").is_err());
-        assert!(parse_duration("fast").is_err());
-    }
 
     #[test]
     fn defaults() {

@@ -32,9 +32,6 @@ pub enum Error {
     #[error("metrics and health server: {0}")]
     Server(#[from] crate::server::ServerError),
 
-    #[error("the shared watches cannot be subscribed to by {0} (store not created shared)")]
-    SharedWatch(String),
-
     #[error("leader election: {0}")]
     LeaderElection(String),
 }
@@ -49,7 +46,6 @@ impl Error {
             Self::Prepare { .. } => "prepare",
             Self::Config(_) => "config",
             Self::Server(_) => "server",
-            Self::SharedWatch(_) => "shared_watch",
             Self::LeaderElection(_) => "leader_election",
         }
     }

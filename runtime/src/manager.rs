@@ -9,13 +9,13 @@ use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::events::{Recorder, Reporter};
-use kube::runtime::reflector::{self, ReflectHandle, Store};
+use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, Client};
+use kube::{Api, Client, Resource};
 use kube_lease_manager::LeaseManagerBuilder;
 use tokio::sync::watch;
 
-use crate::controller::{self, Context, ControllerConfig, Deleted, Written};
+use crate::controller::{self, Activity, Context, ControllerConfig, Deleted, Router, Triggers, Written};
 use crate::error::{Error, Result};
 use crate::framework::Framework;
 use crate::labels::OPERATOR_NAME;
@@ -43,28 +43,16 @@ pub struct ManagerConfig {
     pub reporter: String,
 }
 
-/// Events the shared watches buffer per subscriber before the watch waits for the slowest one.
-const SHARED_BUFFER: usize = 1024;
+/// What a framework's controller is started with: the manager's shared parts, the owners of its
+/// changed children and the caches of its other owned kinds.
+type Start =
+    Box<dyn FnOnce(Shared, Triggers, Vec<Store<DynamicObject>>) -> BoxFuture<'static, Result<()>> + Send>;
 
-/// A subscription to the shared watch of one owned kind, with its cache. (kube-runtime's shared
-/// streams need a `Default` dynamic type, which `DynamicObject` lacks, so the manager fans out
-/// itself.)
-type ObjectWatch = (ApiResource, Store<DynamicObject>, ObjectEvents);
-type ObjectEvents = futures::channel::mpsc::UnboundedReceiver<Arc<DynamicObject>>;
-
-type Start = Box<
-    dyn FnOnce(
-            Shared,
-            ReflectHandle<Pod>,
-            ReflectHandle<Service>,
-            Vec<ObjectWatch>,
-        ) -> BoxFuture<'static, Result<()>>
-        + Send,
->;
-
-/// A registered framework: its name, the other kinds it owns, and how to start its controller.
+/// A registered framework: its name, its job kind, the other kinds it owns, and how to start its
+/// controller.
 struct Registered {
     name: String,
+    job_kind: (String, String),
     kinds: Vec<ApiResource>,
     start: Start,
 }
@@ -119,13 +107,13 @@ impl Manager {
     #[must_use]
     pub fn register<F: Framework>(mut self, framework: F) -> Self {
         let name = framework.info().controller_name.clone();
+        let job_kind = (
+            <F::Job as Resource>::api_version(&()).into_owned(),
+            <F::Job as Resource>::kind(&()).into_owned(),
+        );
         let kinds = framework.owned_kinds();
-        let start: Start = Box::new(move |shared: Shared, pod_events, service_events, watches| {
+        let start: Start = Box::new(move |shared: Shared, children, objects| {
             async move {
-                let (objects, object_events) = watches
-                    .into_iter()
-                    .map(|(_, store, events)| (store, events.boxed()))
-                    .unzip();
                 let ctx = Arc::new(Context {
                     client: shared.client,
                     framework: Arc::new(framework),
@@ -138,16 +126,22 @@ impl Manager {
                     priority_classes: shared.priority_classes,
                     deleted: Deleted::default(),
                     written: Written::default(),
+                    activity: Activity::default(),
                 });
                 let mut shutdown = shared.shutdown;
                 let stop = async move {
                     let _ = shutdown.wait_for(|stop| *stop).await;
                 };
-                controller::run(ctx, pod_events, service_events, object_events, stop).await
+                controller::run(ctx, children, stop).await
             }
             .boxed()
         });
-        self.frameworks.push(Registered { name, kinds, start });
+        self.frameworks.push(Registered {
+            name,
+            job_kind,
+            kinds,
+            start,
+        });
         self
     }
 
@@ -207,8 +201,8 @@ impl Manager {
             ),
             None => (Api::all(self.client.clone()), Api::all(self.client.clone())),
         };
-        let (pods, pod_writer) = reflector::store_shared::<Pod>(SHARED_BUFFER);
-        let (services, service_writer) = reflector::store_shared::<Service>(SHARED_BUFFER);
+        let (pods, pod_writer) = reflector::store::<Pod>();
+        let (services, service_writer) = reflector::store::<Service>();
         let reporter = Reporter::from(self.config.reporter.clone());
         // Under gang scheduling every job owns a PodGroup, and minResources weighs roles by
         // their PriorityClass.
@@ -255,75 +249,65 @@ impl Manager {
                 }
             }
         }
-        let mut object_caches: Vec<_> = kinds
+        let object_caches: Vec<_> = kinds
             .iter()
             .map(|(kind, owners)| {
                 let writer = reflector::store::Writer::<DynamicObject>::new(kind.clone());
                 let selector = format!("{OPERATOR_NAME} in ({})", owners.join(","));
-                (kind.clone(), writer.as_reader(), writer, Vec::new(), selector)
+                (kind.clone(), writer, selector)
             })
             .collect();
+        let object_stores: Vec<Store<DynamicObject>> = object_caches
+            .iter()
+            .map(|(_, writer, _)| writer.as_reader())
+            .collect();
 
-        // Every controller subscribes before the writers move into their watches.
+        // Every controller subscribes to the one router all child watches feed.
+        let mut router = Router::default();
         let mut controllers = Vec::with_capacity(frameworks.len());
         for registered in frameworks {
-            let (Some(pod_events), Some(service_events)) =
-                (pod_writer.subscribe(), service_writer.subscribe())
-            else {
-                return Err(Error::SharedWatch(registered.name));
-            };
-            let mut watches = Vec::with_capacity(registered.kinds.len());
-            for kind in &registered.kinds {
-                if let Some((k, store, _, subscribers, _)) =
-                    object_caches.iter_mut().find(|(k, ..)| same_kind(k, kind))
-                {
-                    let (tx, rx) = futures::channel::mpsc::unbounded();
-                    subscribers.push(tx);
-                    watches.push((k.clone(), store.clone(), rx));
-                }
-            }
-            controllers.push((registered.start)(
-                shared.clone(),
-                pod_events,
-                service_events,
-                watches,
-            ));
+            let (api_version, kind) = &registered.job_kind;
+            let children = router.subscribe(api_version, kind);
+            let stores = registered
+                .kinds
+                .iter()
+                .filter_map(|kind| {
+                    object_caches
+                        .iter()
+                        .zip(&object_stores)
+                        .find(|((k, ..), _)| same_kind(k, kind))
+                        .map(|(_, store)| store.clone())
+                })
+                .collect();
+            controllers.push((registered.start)(shared.clone(), children, stores));
         }
+        let router = Arc::new(router);
 
-        let object_stores: Vec<Store<DynamicObject>> =
-            object_caches.iter().map(|(_, store, ..)| store.clone()).collect();
-        let object_watches = futures::future::join_all(object_caches.into_iter().map(
-            |(kind, _, writer, subscribers, selector)| {
+        let object_watches =
+            futures::future::join_all(object_caches.into_iter().map(|(kind, writer, selector)| {
                 let api: Api<DynamicObject> = match &self.config.controller.namespace {
                     Some(ns) => Api::namespaced_with(self.client.clone(), ns, &kind),
                     None => Api::all_with(self.client.clone(), &kind),
                 };
-                watcher(api, watcher::Config::default().labels(&selector))
+                let watch = watcher(api, watcher::Config::default().labels(&selector))
                     .default_backoff()
-                    .modify(crate::cache::slim)
-                    .reflect(writer)
-                    .touched_objects()
-                    .for_each(move |object| {
-                        if let Ok(object) = object {
-                            let object = Arc::new(object);
-                            for subscriber in &subscribers {
-                                let _ = subscriber.unbounded_send(object.clone());
-                            }
-                        }
-                        std::future::ready(())
-                    })
-            },
-        ));
-        let pod_watch = watcher(pod_api, watcher_config.clone())
-            .default_backoff()
-            .modify(crate::cache::slim_pod)
-            .reflect_shared(pod_writer)
-            .for_each(|_| std::future::ready(()));
-        let service_watch = watcher(service_api, watcher_config)
-            .default_backoff()
-            .modify(crate::cache::slim_service)
-            .reflect_shared(service_writer)
-            .for_each(|_| std::future::ready(()));
+                    .modify(crate::cache::slim);
+                route_children(watch, writer, router.clone())
+            }));
+        let pod_watch = route_children(
+            watcher(pod_api, watcher_config.clone())
+                .default_backoff()
+                .modify(crate::cache::slim_pod),
+            pod_writer,
+            router.clone(),
+        );
+        let service_watch = route_children(
+            watcher(service_api, watcher_config)
+                .default_backoff()
+                .modify(crate::cache::slim_service),
+            service_writer,
+            router,
+        );
         let readiness = async move {
             let mut synced =
                 pods.wait_until_ready().await.is_ok() && services.wait_until_ready().await.is_ok();
@@ -344,6 +328,29 @@ impl Manager {
             error = lost_lease => Err(error),
         }
     }
+}
+
+/// Caches a child watch in `writer` and routes every object it touches (created, changed,
+/// deleted, or listed again after the watch restarted) to the controller of its owner's kind.
+/// Ends only if the watch stream does.
+async fn route_children<K>(
+    watch: impl futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send,
+    writer: reflector::store::Writer<K>,
+    router: Arc<Router>,
+) where
+    K: Resource + Clone + Send + Sync + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone + Send + Sync,
+{
+    watch
+        .reflect(writer)
+        .touched_objects()
+        .for_each(|child| {
+            if let Ok(child) = child {
+                router.route(child.meta());
+            }
+            std::future::ready(())
+        })
+        .await;
 }
 
 fn same_kind(a: &ApiResource, b: &ApiResource) -> bool {

@@ -81,6 +81,8 @@ pub struct Metrics {
     jobs_failed: JobCounter,
     jobs_restarted: JobCounter,
     reconcile: ReconcileFamilies,
+    resyncs: Family<ControllerLabels, Counter>,
+    resync_found_work: Family<ControllerLabels, Counter>,
 }
 
 impl Metrics {
@@ -128,6 +130,20 @@ impl Metrics {
             reconcile.time.clone(),
         );
 
+        let resyncs = Family::<ControllerLabels, Counter>::default();
+        registry.register(
+            "kfop_resyncs",
+            "Periodic passes over every live job (--resync-period)",
+            resyncs.clone(),
+        );
+        let resync_found_work = Family::<ControllerLabels, Counter>::default();
+        registry.register(
+            "kfop_resync_found_work",
+            "Jobs a periodic resync found work for that no watch event had triggered; 0 in a \
+             healthy run, anything else means an event was lost",
+            resync_found_work.clone(),
+        );
+
         let client = client();
         registry.register(
             "kfop_client_requests",
@@ -149,6 +165,8 @@ impl Metrics {
             jobs_failed,
             jobs_restarted,
             reconcile,
+            resyncs,
+            resync_found_work,
         }
     }
 
@@ -175,6 +193,34 @@ impl Metrics {
     /// Counts a job restart (`training_operator_jobs_restarted_total`).
     pub fn job_restarted(&self, namespace: &str, framework: &str) {
         inc_job(&self.jobs_restarted, namespace, framework);
+    }
+
+    /// Exports `controller`'s resync series at 0, so a dashboard sees them before the first
+    /// resync.
+    pub fn controller_started(&self, controller: &str) {
+        let labels = ControllerLabels {
+            controller: controller.to_owned(),
+        };
+        let _ = self.resyncs.get_or_create(&labels);
+        let _ = self.resync_found_work.get_or_create(&labels);
+    }
+
+    /// Counts one resync pass of `controller` (`kfop_resyncs_total`).
+    pub fn resynced(&self, controller: &str) {
+        self.resyncs
+            .get_or_create(&ControllerLabels {
+                controller: controller.to_owned(),
+            })
+            .inc();
+    }
+
+    /// Counts a job a resync found work for (`kfop_resync_found_work_total`).
+    pub fn resync_found_work(&self, controller: &str) {
+        self.resync_found_work
+            .get_or_create(&ControllerLabels {
+                controller: controller.to_owned(),
+            })
+            .inc();
     }
 
     /// Starts timing one reconcile; dropping the guard records duration, and `result` counts.

@@ -3,6 +3,7 @@
 use std::net::SocketAddr;
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use kube::CustomResourceExt;
@@ -50,6 +51,33 @@ pub struct OperatorArgs {
     /// or `none`
     #[arg(long, default_value = "none")]
     pub gang_scheduler_name: crate::gang::GangScheduler,
+    /// Plan every live job again this often (e.g. `5m`, `90s`), so a lost watch event delays a
+    /// job by at most this long
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub resync_period: Duration,
+}
+
+/// Parses `250ms`, `10s`, `2m`, `1h` or a bare number of seconds.
+pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
+    let text = text.trim();
+    let (number, unit) = match text.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
+        Some(i) => text.split_at(i),
+        None => (text, "s"),
+    };
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("`{text}`: expected a number with ms, s, m or h"))?;
+    let seconds = match unit {
+        "ms" => value / 1000.0,
+        "s" => value,
+        "m" => value * 60.0,
+        "h" => value * 3600.0,
+        other => return Err(format!("`{text}`: unknown unit `{other}` (use ms, s, m or h)")),
+    };
+    if !seconds.is_finite() || seconds < 0.0 {
+        return Err(format!("`{text}`: must be a non-negative duration"));
+    }
+    Ok(Duration::from_secs_f64(seconds))
 }
 
 impl OperatorArgs {
@@ -64,6 +92,7 @@ impl OperatorArgs {
                 child_events: !self.no_child_events,
                 namespace: self.namespace.clone(),
                 gang: self.gang_scheduler_name.clone(),
+                resync_period: self.resync_period,
             },
             metrics_addr: Some(self.metrics_bind_address),
             leader_election: self.leader_elect.then(|| LeaderElection {
@@ -165,5 +194,38 @@ where
             tracing::error!(error = %e, "operator failed");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("5d").unwrap_err().contains("unknown unit `d`"));
+        assert!(parse_duration("fast").is_err());
+        assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn resync_period_flag() {
+        #[derive(Debug, Parser)]
+        struct Cli {
+            #[command(flatten)]
+            operator: OperatorArgs,
+        }
+        let args = Cli::parse_from(["op"]).operator;
+        assert_eq!(args.resync_period, Duration::from_secs(300));
+        let args = Cli::parse_from(["op", "--resync-period", "30s"]).operator;
+        assert_eq!(
+            args.manager_config("op").controller.resync_period,
+            Duration::from_secs(30)
+        );
     }
 }

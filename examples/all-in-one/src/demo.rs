@@ -9,7 +9,7 @@ use clap::Args;
 use kfop_runtime::api::{JobConditionType, JobStatus};
 use kfop_runtime::controller::ControllerConfig;
 use kfop_runtime::k8s_openapi::api::core::v1::Pod;
-use kfop_runtime::kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
+use kfop_runtime::kube::api::{Api, DynamicObject, ListParams, PostParams};
 use kfop_runtime::kube::{Client, ResourceExt};
 use kfop_runtime::manager::{Manager, ManagerConfig};
 use kfop_testenv::{ControlPlane, PlaneOptions, pods};
@@ -45,36 +45,6 @@ pub enum DemoError {
     #[error("{0} failed")]
     Failed(String),
 }
-
-const SAMPLES: [(Scheme, &str, &str); 7] = [
-    (Scheme::TfJob, "tfjob.yaml", include_str!("../samples/tfjob.yaml")),
-    (
-        Scheme::PyTorchJob,
-        "pytorchjob.yaml",
-        include_str!("../samples/pytorchjob.yaml"),
-    ),
-    (
-        Scheme::XgBoostJob,
-        "xgboostjob.yaml",
-        include_str!("../samples/xgboostjob.yaml"),
-    ),
-    (
-        Scheme::PaddleJob,
-        "paddlejob.yaml",
-        include_str!("../samples/paddlejob.yaml"),
-    ),
-    (
-        Scheme::JaxJob,
-        "jaxjob.yaml",
-        include_str!("../samples/jaxjob.yaml"),
-    ),
-    (Scheme::MxJob, "mxjob.yaml", include_str!("../samples/mxjob.yaml")),
-    (
-        Scheme::MpiJob,
-        "mpijob.yaml",
-        include_str!("../samples/mpijob.yaml"),
-    ),
-];
 
 const NAMESPACE: &str = "default";
 
@@ -123,26 +93,11 @@ pub async fn run(args: &DemoArgs, enabled: &BTreeSet<Scheme>) -> Result<(), Demo
     say(&format!("operator running {} kinds", enabled.len()));
 
     let mut jobs = Vec::new();
-    for (scheme, file, text) in SAMPLES.iter().filter(|(s, _, _)| enabled.contains(s)) {
-        let value: kfop_runtime::serde_json::Value =
-            serde_saphyr::from_str(text).map_err(|e| DemoError::Sample(file, e.to_string()))?;
-        let mut obj: DynamicObject = kfop_runtime::serde_json::from_value(value)
-            .map_err(|e| DemoError::Sample(file, e.to_string()))?;
+    for scheme in enabled {
+        let (file, mut obj) =
+            crate::samples::sample(*scheme).map_err(|e| DemoError::Sample(e.file, e.message))?;
         obj.metadata.namespace = Some(NAMESPACE.to_owned());
-        let crd = crate::crds::of(*scheme);
-        let version = crd
-            .spec
-            .versions
-            .first()
-            .map(|v| v.name.clone())
-            .unwrap_or_default();
-        let ar = ApiResource {
-            group: crd.spec.group.clone(),
-            version: version.clone(),
-            api_version: format!("{}/{version}", crd.spec.group),
-            kind: crd.spec.names.kind.clone(),
-            plural: crd.spec.names.plural.clone(),
-        };
+        let ar = crate::samples::api_resource(*scheme);
         let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), NAMESPACE, &ar);
         let name = obj.name_any();
         let _ = api.delete(&name, &Default::default()).await;

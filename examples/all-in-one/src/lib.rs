@@ -6,6 +6,7 @@ use kfop_runtime::manager::Manager;
 pub mod crds;
 pub mod demo;
 pub mod deploy;
+pub mod samples;
 pub mod schemes;
 
 use schemes::Scheme;

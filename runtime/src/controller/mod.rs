@@ -2,12 +2,16 @@
 //! apply. Built on `kube::runtime::Controller` (never the same job twice at once).
 mod apply;
 mod observe;
+mod per_job;
+mod resync;
+mod triggers;
 mod written;
 
+use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use futures::{Stream, StreamExt};
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -21,6 +25,9 @@ use kube::{Client, ResourceExt};
 
 pub use apply::apply;
 pub use observe::{Deleted, observe};
+pub use per_job::PerJob;
+pub use resync::{Activity, CACHE_GRACE};
+pub use triggers::{Owner, Router, Triggers};
 pub use written::Written;
 
 use crate::error::{Error, Result};
@@ -44,7 +51,13 @@ pub struct ControllerConfig {
     /// Gang scheduling through Volcano or scheduler-plugins PodGroups (Kubeflow's
     /// `--gang-scheduler-name`).
     pub gang: GangScheduler,
+    /// Every live job is planned again this often, so a lost watch event delays a job by at most
+    /// this long (controller-runtime's SyncPeriod).
+    pub resync_period: Duration,
 }
+
+/// The default [`ControllerConfig::resync_period`].
+pub const DEFAULT_RESYNC_PERIOD: Duration = Duration::from_secs(300);
 
 impl Default for ControllerConfig {
     fn default() -> Self {
@@ -54,6 +67,7 @@ impl Default for ControllerConfig {
             child_events: true,
             namespace: None,
             gang: GangScheduler::None,
+            resync_period: DEFAULT_RESYNC_PERIOD,
         }
     }
 }
@@ -73,6 +87,7 @@ pub struct Context<F: Framework> {
     pub priority_classes: Option<Store<PriorityClass>>,
     pub deleted: Deleted,
     pub written: Written,
+    pub activity: Activity,
 }
 
 impl<F: Framework> std::fmt::Debug for Context<F> {
@@ -89,14 +104,8 @@ const STALE_RETRY: Duration = Duration::from_millis(300);
 /// Failed reconciles are retried after this long.
 const ERROR_RETRY: Duration = Duration::from_secs(2);
 
-async fn reconcile<F: Framework>(job: Arc<F::Job>, ctx: Arc<Context<F>>) -> Result<Action> {
-    let mut timer = ctx.metrics.reconcile(&ctx.framework.info().controller_name);
-    let uid = job.uid().unwrap_or_default();
-    if ctx.written.is_stale(&uid, job.resource_version().as_deref()) {
-        tracing::debug!(job = %job.name_any(), rv = ?job.resource_version(), "cached job older than our write");
-        timer.set_result(ReconcileResult::Requeue);
-        return Ok(Action::requeue(STALE_RETRY));
-    }
+/// Plans `job` from the caches: the function both reconciles and resyncs run.
+fn plan_job<F: Framework>(ctx: &Context<F>, job: &F::Job) -> Result<crate::plan::Plan> {
     let scheduling = Scheduling {
         scheduler: ctx.config.gang.clone(),
         priority_classes: ctx
@@ -106,6 +115,7 @@ async fn reconcile<F: Framework>(job: Arc<F::Job>, ctx: Arc<Context<F>>) -> Resu
             .map(|pc| (pc.name_any(), pc.value))
             .collect(),
     };
+    let uid = job.uid().unwrap_or_default();
     let observed = observe(
         &uid,
         &ctx.pods,
@@ -115,12 +125,52 @@ async fn reconcile<F: Framework>(job: Arc<F::Job>, ctx: Arc<Context<F>>) -> Resu
         &ctx.deleted,
     );
     let now = Time(Timestamp::now());
-    let planned = plan(ctx.framework.as_ref(), &job, &observed, &now);
-    let result = match planned {
+    plan(ctx.framework.as_ref(), job, &observed, &now).map_err(|source| Error::Plan {
+        job: format!("{}/{}", job.namespace().unwrap_or_default(), job.name_any()),
+        source,
+    })
+}
+
+fn owner_of(job: &impl ResourceExt) -> Owner {
+    Owner {
+        namespace: job.namespace(),
+        name: job.name_any(),
+    }
+}
+
+#[tracing::instrument(
+    name = "reconcile",
+    skip_all,
+    fields(
+        kind = %<F::Job as kube::Resource>::kind(&()),
+        namespace = job.namespace().unwrap_or_default(),
+        job = %job.name_any(),
+    )
+)]
+async fn reconcile<F: Framework>(job: Arc<F::Job>, ctx: Arc<Context<F>>) -> Result<Action> {
+    let owner = owner_of(job.as_ref());
+    ctx.activity.started(&owner, Instant::now());
+    let (result, requeue) = reconcile_once(job.as_ref(), &ctx).await;
+    ctx.activity.finished(
+        &owner,
+        Instant::now(),
+        requeue.or(result.is_err().then_some(ERROR_RETRY)),
+    );
+    result.map(|()| requeue.map_or_else(Action::await_change, Action::requeue))
+}
+
+/// One reconcile: the result, and when to run again without a new event.
+async fn reconcile_once<F: Framework>(job: &F::Job, ctx: &Context<F>) -> (Result<()>, Option<Duration>) {
+    let mut timer = ctx.metrics.reconcile(&ctx.framework.info().controller_name);
+    let uid = job.uid().unwrap_or_default();
+    if ctx.written.is_stale(&uid, job.resource_version().as_deref()) {
+        tracing::debug!(rv = ?job.resource_version(), "cached job older than our write");
+        timer.set_result(ReconcileResult::Requeue);
+        return (Ok(()), Some(STALE_RETRY));
+    }
+    let (result, requeue) = match plan_job(ctx, job) {
         Ok(plan) => {
             tracing::debug!(
-                job = %job.name_any(),
-                pods = observed.pods.len(),
                 create_pods = plan.create_pods.len(),
                 delete_pods = plan.delete_pods.len(),
                 status = plan.status.is_some(),
@@ -128,25 +178,80 @@ async fn reconcile<F: Framework>(job: Arc<F::Job>, ctx: Arc<Context<F>>) -> Resu
                 "planned"
             );
             let requeue = plan.requeue_after;
-            apply(&ctx, &job, plan)
-                .await
-                .map(|()| requeue.map_or_else(Action::await_change, Action::requeue))
+            (apply(ctx, job, plan).await, requeue)
         }
-        Err(source) => Err(Error::Plan {
-            job: format!("{}/{}", job.namespace().unwrap_or_default(), job.name_any()),
-            source,
-        }),
+        Err(error) => (Err(error), None),
     };
     timer.set_result(match &result {
-        Ok(_) => ReconcileResult::Success,
+        Ok(()) => ReconcileResult::Success,
         Err(_) => ReconcileResult::Error,
     });
-    result
+    (result, requeue)
 }
 
 fn error_policy<F: Framework>(job: Arc<F::Job>, error: &Error, _ctx: Arc<Context<F>>) -> Action {
     tracing::warn!(job = %job.name_any(), namespace = ?job.namespace(), %error, "reconcile failed");
     Action::requeue(ERROR_RETRY)
+}
+
+/// Every `period`, plans each live job again and sends the ones with work left to `reconcile`;
+/// forgets per-job state of jobs that are gone.
+async fn resync<F: Framework>(
+    ctx: Arc<Context<F>>,
+    jobs: Store<F::Job>,
+    reconcile: futures::channel::mpsc::UnboundedSender<Owner>,
+) {
+    let mut ticks = tokio::time::interval(ctx.config.resync_period.max(Duration::from_secs(1)));
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticks.tick().await;
+    loop {
+        ticks.tick().await;
+        resync_once(&ctx, &jobs, &reconcile);
+    }
+}
+
+fn resync_once<F: Framework>(
+    ctx: &Context<F>,
+    jobs: &Store<F::Job>,
+    reconcile: &futures::channel::mpsc::UnboundedSender<Owner>,
+) {
+    let live = jobs.state();
+    let uids: HashSet<String> = live.iter().filter_map(|j| j.uid()).collect();
+    let owners: HashSet<Owner> = live.iter().map(|j| owner_of(j.as_ref())).collect();
+    ctx.written.retain(&uids);
+    ctx.deleted.retain(&uids);
+    ctx.activity.retain(&owners);
+    let controller = &ctx.framework.info().controller_name;
+    let mut pending = 0usize;
+    for job in &live {
+        if ctx
+            .written
+            .is_stale(&job.uid().unwrap_or_default(), job.resource_version().as_deref())
+        {
+            continue;
+        }
+        let work = match plan_job(ctx, job) {
+            Ok(plan) => plan.has_work(),
+            Err(_) => true,
+        };
+        if !work {
+            continue;
+        }
+        pending += 1;
+        let owner = owner_of(job.as_ref());
+        if ctx.activity.overdue(&owner, Instant::now()) {
+            ctx.metrics.resync_found_work(controller);
+            tracing::warn!(
+                %controller,
+                namespace = owner.namespace.as_deref().unwrap_or_default(),
+                job = %owner.name,
+                "resync found work no event had triggered (a watch event was lost)"
+            );
+        }
+        let _ = reconcile.unbounded_send(owner);
+    }
+    ctx.metrics.resynced(controller);
+    tracing::debug!(%controller, jobs = live.len(), pending, "resynced");
 }
 
 /// Fails with a hint when the framework's CRD is not installed.
@@ -160,30 +265,20 @@ pub async fn check_crd<F: Framework>(api: &Api<F::Job>) -> Result<()> {
         })
 }
 
-/// The job that controls `object`, if it is of kind `K`.
-fn controlling_job<K: kube::Resource<DynamicType = ()>>(object: &DynamicObject) -> Option<ObjectRef<K>> {
-    let (api_version, kind) = (K::api_version(&()), K::kind(&()));
-    let owner = object
-        .metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .find(|o| o.controller == Some(true) && o.kind == kind && o.api_version == api_version)?;
+/// The reference the controller's queue uses for `owner`.
+fn job_ref<K: kube::Resource<DynamicType = ()>>(owner: Owner) -> ObjectRef<K> {
     let reference = ObjectRef::new(&owner.name);
-    Some(match &object.metadata.namespace {
-        Some(ns) => reference.within(ns),
+    match owner.namespace {
+        Some(ns) => reference.within(&ns),
         None => reference,
-    })
+    }
 }
 
-/// Runs the controller of `ctx.framework` until `shutdown` completes. `pod_events`,
-/// `service_events` and `object_events` (one per owned kind) are subscriptions to the manager's
-/// shared watches.
+/// Runs the controller of `ctx.framework` until `shutdown` completes. `children` are the owners
+/// of this framework's changed children, from the manager's shared watches.
 pub async fn run<F: Framework>(
     ctx: Arc<Context<F>>,
-    pod_events: impl Stream<Item = Arc<Pod>> + Send + 'static,
-    service_events: impl Stream<Item = Arc<Service>> + Send + 'static,
-    object_events: Vec<futures::stream::BoxStream<'static, Arc<DynamicObject>>>,
+    children: Triggers,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) -> Result<()> {
     let jobs: Api<F::Job> = match &ctx.config.namespace {
@@ -193,20 +288,26 @@ pub async fn run<F: Framework>(
     check_crd::<F>(&jobs).await?;
     let name = ctx.framework.info().controller_name.clone();
     tracing::info!(controller = %name, "starting");
+    ctx.metrics.controller_started(&name);
     let (reader, writer) = reflector::store();
+    let on_job = ctx.clone();
     let job_events = reflector(
         writer,
-        watcher(jobs, watcher::Config::default()).modify(crate::cache::slim::<F::Job>),
+        watcher(jobs, watcher::Config::default())
+            .default_backoff()
+            .modify(crate::cache::slim::<F::Job>),
     )
+    .inspect(move |event| note_job_event(&on_job, event))
     .applied_objects();
-    let mut controller = Controller::for_stream(job_events, reader)
-        .owns_shared_stream(pod_events)
-        .owns_shared_stream(service_events);
-    for events in object_events {
-        let owners = events.filter_map(|o| std::future::ready(controlling_job::<F::Job>(&o)));
-        controller = controller.reconcile_on(owners);
-    }
-    controller
+    let (resync_tx, resync_rx) = futures::channel::mpsc::unbounded();
+    let on_trigger = ctx.clone();
+    let triggers = futures::stream::select(children, resync_rx).map(move |owner| {
+        on_trigger.activity.triggered(&owner, Instant::now());
+        job_ref::<F::Job>(owner)
+    });
+    let resyncs = resync(ctx.clone(), reader.clone(), resync_tx);
+    let controller = Controller::for_stream(job_events, reader)
+        .reconcile_on(triggers)
         .with_config(RuntimeConfig::default().concurrency(ctx.config.concurrency))
         .graceful_shutdown_on(shutdown)
         .run(reconcile::<F>, error_policy::<F>, ctx)
@@ -215,7 +316,109 @@ pub async fn run<F: Framework>(
                 tracing::debug!(controller = %name, error = %e, "controller event");
             }
             std::future::ready(())
-        })
-        .await;
+        });
+    tokio::select! {
+        () = controller => {},
+        () = resyncs => {},
+    }
     Ok(())
+}
+
+/// A job event is a trigger; a deleted job's per-job state goes with it.
+fn note_job_event<F: Framework>(ctx: &Context<F>, event: &Result<watcher::Event<F::Job>, watcher::Error>) {
+    match event {
+        Ok(watcher::Event::Apply(job) | watcher::Event::InitApply(job)) => {
+            ctx.activity.triggered(&owner_of(job), Instant::now());
+        }
+        Ok(watcher::Event::Delete(job)) => {
+            let uid = job.uid().unwrap_or_default();
+            ctx.written.forget(&uid);
+            ctx.deleted.forget(&uid);
+            ctx.activity.forget(&owner_of(job));
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::channel::mpsc::unbounded;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use kube::runtime::events::Reporter;
+
+    use super::*;
+    use crate::testing::{TestFramework, TestJob, job, replica};
+
+    /// A context whose client answers every request with an empty 200 (a resync sends none).
+    fn context() -> Context<TestFramework> {
+        let service = tower::service_fn(|_: http::Request<kube::client::Body>| async {
+            Ok::<_, std::convert::Infallible>(http::Response::new(kube::client::Body::empty()))
+        });
+        let client = Client::new(service, "default");
+        Context {
+            client: client.clone(),
+            framework: Arc::new(TestFramework::default()),
+            config: ControllerConfig::default(),
+            metrics: Arc::new(Metrics::new()),
+            recorder: Recorder::new(client, Reporter::from("test".to_owned())),
+            pods: reflector::store().0,
+            services: reflector::store().0,
+            objects: Vec::new(),
+            priority_classes: None,
+            deleted: Deleted::default(),
+            written: Written::default(),
+            activity: Activity::default(),
+        }
+    }
+
+    fn test_job(name: &str) -> TestJob {
+        let mut j = job("ns", name, &[("Worker", replica(1, None))]);
+        j.metadata.uid = Some(format!("uid-{name}"));
+        j
+    }
+
+    fn found_work(ctx: &Context<TestFramework>) -> String {
+        ctx.metrics
+            .encode()
+            .lines()
+            .find(|l| l.starts_with("kfop_resync_found_work_total"))
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    #[tokio::test]
+    async fn resync_sends_jobs_with_work_and_counts_only_overdue_ones() {
+        let ctx = context();
+        ctx.metrics.controller_started("testjob-controller");
+        let (jobs, mut writer) = reflector::store::<TestJob>();
+        let mut leaving = test_job("leaving");
+        leaving.metadata.deletion_timestamp = Some(Time(Timestamp::now()));
+        for j in [test_job("fresh"), leaving] {
+            writer.apply_watcher_event(&watcher::Event::Apply(j));
+        }
+        let (tx, mut rx) = unbounded();
+        let fresh = owner_of(&test_job("fresh"));
+
+        // Never reconciled: the controller owes it a reconcile anyway, so it is not a lost event.
+        resync_once(&ctx, &jobs, &tx);
+        assert_eq!(rx.try_recv().unwrap(), fresh);
+        assert!(rx.try_recv().is_err(), "a job being deleted has nothing to do");
+        assert!(found_work(&ctx).ends_with(" 0"), "{}", found_work(&ctx));
+
+        // Reconciled long ago with nothing pending, yet work is left: an event was lost.
+        let long_ago = Instant::now().checked_sub(CACHE_GRACE * 2).unwrap();
+        ctx.activity.started(&fresh, long_ago);
+        ctx.activity.finished(&fresh, long_ago, None);
+        resync_once(&ctx, &jobs, &tx);
+        assert_eq!(rx.try_recv().unwrap(), fresh);
+        assert!(found_work(&ctx).ends_with(" 1"), "{}", found_work(&ctx));
+
+        // A gone job's state is dropped.
+        ctx.written.record("uid-gone", Some("7"));
+        ctx.activity
+            .triggered(&owner_of(&test_job("gone")), Instant::now());
+        resync_once(&ctx, &jobs, &tx);
+        assert!(ctx.written.is_empty());
+        assert_eq!(ctx.activity.len(), 1);
+    }
 }

@@ -1,7 +1,7 @@
 //! What a job's reconcile sees: its pods and services from the shared caches, minus the ones
 //! this process already deleted (the cache may not show the deletion yet).
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::ops::Deref;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Pod, Service};
@@ -10,32 +10,31 @@ use kube::Resource;
 use kube::api::DynamicObject;
 use kube::runtime::reflector::Store;
 
+use super::per_job::PerJob;
 use crate::plan::{Observed, Scheduling};
 
 /// How long a deleted child is hidden if its deletion never shows up in the cache.
 const FORGET_AFTER: Duration = Duration::from_secs(300);
 
-/// Per job, the UIDs of children this process deleted, so a stale cache cannot make the planner
-/// act on them twice (a second restart event, a double-counted metric).
+/// Per job UID, the UIDs of children this process deleted, so a stale cache cannot make the
+/// planner act on them twice (a second restart event, a double-counted metric).
 #[derive(Debug, Default)]
-pub struct Deleted {
-    by_job: Mutex<HashMap<String, HashMap<String, Instant>>>,
+pub struct Deleted(PerJob<String, HashMap<String, Instant>>);
+
+impl Deref for Deleted {
+    type Target = PerJob<String, HashMap<String, Instant>>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
 }
 
 impl Deleted {
     pub fn insert(&self, job_uid: &str, child_uid: String) {
-        if let Ok(mut by_job) = self.by_job.lock() {
+        if let Some(mut by_job) = self.lock() {
             by_job
                 .entry(job_uid.to_owned())
                 .or_default()
                 .insert(child_uid, Instant::now());
-        }
-    }
-
-    /// Forgets a job (it was deleted).
-    pub fn forget(&self, job_uid: &str) {
-        if let Ok(mut by_job) = self.by_job.lock() {
-            by_job.remove(job_uid);
         }
     }
 }
@@ -74,7 +73,7 @@ pub fn observe(
             .collect(),
         scheduling,
     };
-    let Ok(mut by_job) = deleted.by_job.lock() else {
+    let Some(mut by_job) = deleted.lock() else {
         return observed;
     };
     let Some(hidden) = by_job.get_mut(uid) else {

@@ -1,12 +1,19 @@
 //! The resourceVersion of the last status this process wrote per job, to recognise a job read
 //! from a cache that has not caught up with our own write (acting on it could re-emit a
 //! transition or undo one).
-use std::collections::HashMap;
-use std::sync::Mutex;
+use std::ops::Deref;
 
+use super::per_job::PerJob;
+
+/// By job UID.
 #[derive(Debug, Default)]
-pub struct Written {
-    by_job: Mutex<HashMap<String, u64>>,
+pub struct Written(PerJob<String, u64>);
+
+impl Deref for Written {
+    type Target = PerJob<String, u64>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
 }
 
 impl Written {
@@ -14,7 +21,7 @@ impl Written {
         let Some(rv) = resource_version.and_then(|rv| rv.parse().ok()) else {
             return;
         };
-        if let Ok(mut by_job) = self.by_job.lock() {
+        if let Some(mut by_job) = self.lock() {
             by_job.insert(job_uid.to_owned(), rv);
         }
     }
@@ -26,15 +33,8 @@ impl Written {
         let Some(seen) = resource_version.and_then(|rv| rv.parse::<u64>().ok()) else {
             return false;
         };
-        self.by_job
-            .lock()
-            .is_ok_and(|by_job| by_job.get(job_uid).is_some_and(|written| seen < *written))
-    }
-
-    pub fn forget(&self, job_uid: &str) {
-        if let Ok(mut by_job) = self.by_job.lock() {
-            by_job.remove(job_uid);
-        }
+        self.lock()
+            .is_some_and(|by_job| by_job.get(job_uid).is_some_and(|written| seen < *written))
     }
 }
 
@@ -52,7 +52,7 @@ mod tests {
         assert!(!w.is_stale("a", Some("11")));
         assert!(!w.is_stale("a", Some("not-a-number")));
         assert!(!w.is_stale("b", Some("1")));
-        w.forget("a");
+        w.forget(&"a".to_owned());
         assert!(!w.is_stale("a", Some("9")));
     }
 }

@@ -112,6 +112,24 @@ pub struct Plan {
     pub requeue_after: Option<Duration>,
 }
 
+impl Plan {
+    /// Whether applying this plan would change anything (a plan that only asks to be run again
+    /// later changes nothing now).
+    pub fn has_work(&self) -> bool {
+        !(self.create_pods.is_empty()
+            && self.create_services.is_empty()
+            && self.delete_pods.is_empty()
+            && self.delete_services.is_empty()
+            && self.create_objects.is_empty()
+            && self.patch_objects.is_empty()
+            && self.delete_objects.is_empty()
+            && self.events.is_empty()
+            && self.metrics.is_empty())
+            || self.status.is_some()
+            || self.delete_job
+    }
+}
+
 /// Why a job could not be planned.
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {

@@ -685,6 +685,46 @@ mod properties {
             }
         }
 
+        /// Applying plans to the caches converges: after a few steps the planner finds nothing
+        /// left to do, so a resync of a healthy job sends no request and counts no found work.
+        #[test]
+        fn applied_plans_reach_a_fixed_point(
+            workers in 0..4i32,
+            seen in proptest::collection::vec((0..4i32, phase()), 0..6),
+            policy in prop_oneof![Just(RestartPolicy::OnFailure), Just(RestartPolicy::Never), Just(RestartPolicy::ExitCode)],
+            suspended in any::<bool>(),
+        ) {
+            let mut j = mw(workers, Some(policy));
+            j.spec.run_policy.suspend = Some(suspended);
+            let mut observed = Observed::default();
+            for (index, phase) in &seen {
+                if !observed.pods.iter().any(|p| p.name_any().ends_with(&format!("worker-{index}"))) {
+                    observed.pods.push(pod(&j, "Worker", *index, phase));
+                }
+            }
+            let mut steps = 0;
+            loop {
+                let p = step(&mut j, &observed, 0);
+                if !p.has_work() {
+                    break;
+                }
+                steps += 1;
+                prop_assert!(steps < 6, "still planning work after {} steps: {:?}", steps, p);
+                let gone = refs(&p.delete_pods);
+                observed.pods.retain(|o| !gone.contains(&o.name_any().as_str()));
+                let gone = refs(&p.delete_services);
+                observed.services.retain(|o| !gone.contains(&o.name_any().as_str()));
+                for mut created in p.create_pods {
+                    created.metadata.uid = Some(format!("uid-{}-{steps}", created.name_any()));
+                    observed.pods.push(Arc::new(created));
+                }
+                for mut created in p.create_services {
+                    created.metadata.uid = Some(format!("uid-{}", created.name_any()));
+                    observed.services.push(Arc::new(created));
+                }
+            }
+        }
+
         /// A finished job creates nothing, ever.
         #[test]
         fn finished_jobs_are_never_resurrected(

@@ -1,0 +1,143 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! Issue #11's regression: with every kind enabled, jobs of other kinds are created, run and
+//! deleted (their pods deleted by the garbage collector) while a PyTorchJob runs; its pods then
+//! finish and the job must reach Succeeded from the pod events alone. The resync period is an hour,
+//! so the safety net cannot hide a lost trigger.
+use std::time::Duration;
+
+use kfop_operator::samples;
+use kfop_operator::schemes::{self, Scheme};
+use kfop_runtime::api::{JobConditionType, JobStatus};
+use kfop_runtime::k8s_openapi::api::core::v1::Pod;
+use kfop_runtime::kube::ResourceExt;
+use kfop_runtime::kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
+use kfop_runtime::testing::Operator;
+use kfop_testenv::{TestEnv, TestNamespace, pods, wait};
+
+async fn create(ns: &TestNamespace, scheme: Scheme, name: &str) -> Api<DynamicObject> {
+    let (_, mut job) = samples::sample(scheme).unwrap();
+    job.metadata.name = Some(name.to_owned());
+    job.metadata.namespace = Some(ns.name().to_owned());
+    let api = Api::namespaced_with(ns.client(), ns.name(), &samples::api_resource(scheme));
+    api.create(&PostParams::default(), &job).await.unwrap();
+    api
+}
+
+/// The job's pods once there are `count` of them, all Running.
+async fn running_pods(ns: &TestNamespace, job: &str, count: usize) -> Vec<Pod> {
+    let selector = format!("training.kubeflow.org/job-name={job}");
+    let api: Api<Pod> = ns.api();
+    wait::until(
+        &format!("{count} running pods of {job}"),
+        wait::default_timeout(),
+        || {
+            let api = api.clone();
+            let selector = selector.clone();
+            async move {
+                let list = api.list(&ListParams::default().labels(&selector)).await.ok();
+                Ok(list.map(|l| l.items).filter(|items| {
+                    items.len() == count && items.iter().all(|p| pods::phase(p) == "Running")
+                }))
+            }
+        },
+    )
+    .await
+    .unwrap()
+}
+
+async fn pods_gone(ns: &TestNamespace, job: &str) {
+    let selector = format!("training.kubeflow.org/job-name={job}");
+    let api: Api<Pod> = ns.api();
+    wait::until(&format!("pods of {job} gone"), wait::default_timeout(), || {
+        let api = api.clone();
+        let selector = selector.clone();
+        async move {
+            let list = api.list(&ListParams::default().labels(&selector)).await.ok();
+            Ok(list.filter(|l| l.items.is_empty()).map(|_| ()))
+        }
+    })
+    .await
+    .unwrap();
+}
+
+fn status(job: &DynamicObject) -> JobStatus {
+    job.data
+        .get("status")
+        .cloned()
+        .and_then(|s| kfop_runtime::serde_json::from_value(s).ok())
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_job_finishes_after_other_kinds_pods_were_deleted() {
+    let env = TestEnv::shared().unwrap();
+    let all = schemes::parse(&[]).unwrap();
+    env.install_crds(all.iter().map(|s| kfop_operator::crds::of(*s)))
+        .await
+        .unwrap();
+    let ns = env.namespace("stranded").await.unwrap();
+    let _operator = Operator::start_with(
+        ns.client(),
+        ns.name(),
+        |c| c.resync_period = Duration::from_secs(3600),
+        |m| kfop_operator::register(m, &all),
+    );
+
+    let others = [
+        Scheme::TfJob,
+        Scheme::XgBoostJob,
+        Scheme::PaddleJob,
+        Scheme::JaxJob,
+        Scheme::MxJob,
+    ];
+    for round in 0..3 {
+        let name = format!("pt-{round}");
+        let pytorch = create(&ns, Scheme::PyTorchJob, &name).await;
+        let pt_pods = running_pods(&ns, &name, 2).await;
+
+        // Other kinds come and go: their pods are deleted while the PyTorchJob runs.
+        for (i, scheme) in others.iter().enumerate() {
+            let other = format!("other-{round}-{i}");
+            let api = create(&ns, *scheme, &other).await;
+            let (_, mut sample) = samples::sample(*scheme).unwrap();
+            let count = samples::replica_specs_mut(&mut sample)
+                .unwrap()
+                .values()
+                .map(|s| s["replicas"].as_u64().unwrap_or(1) as usize)
+                .sum();
+            running_pods(&ns, &other, count).await;
+            // All its pods deleted in one request (as a namespace deletion does): a burst of
+            // changes and deletions on the shared pod watch.
+            let pod_api: Api<Pod> = ns.api();
+            let selector = format!("training.kubeflow.org/job-name={other}");
+            pod_api
+                .delete_collection(&DeleteParams::default(), &ListParams::default().labels(&selector))
+                .await
+                .unwrap();
+            api.delete(&other, &DeleteParams::background()).await.unwrap();
+            pods_gone(&ns, &other).await;
+        }
+
+        let pod_api: Api<Pod> = ns.api();
+        for pod in &pt_pods {
+            pods::finish(&pod_api, &pod.name_any(), 0, 0).await.unwrap();
+        }
+        let finished = wait::until(
+            &format!("PyTorchJob {name} Succeeded from its pods' events"),
+            Duration::from_secs(60),
+            || {
+                let pytorch = pytorch.clone();
+                let name = name.clone();
+                async move {
+                    let job = pytorch.get(&name).await.ok();
+                    Ok(job.filter(|j| status(j).is(JobConditionType::Succeeded)))
+                }
+            },
+        )
+        .await;
+        if let Err(error) = finished {
+            let job = pytorch.get(&name).await.unwrap();
+            panic!("{error}; the job's status: {:?}", job.data.get("status"));
+        }
+    }
+}

@@ -1,0 +1,129 @@
+//! Routes each event of a shared child watch (pods, services, owned kinds) to the controller of
+//! the job kind that controls the child, as the owner's name.
+//!
+//! Why not kube-runtime's shared reflector (`reflect_shared` + `ReflectHandle`): its handle
+//! receives a reference and reads the object from the store when polled; if the child has been
+//! deleted from the store in between, the handle returns `Pending` without registering a waker,
+//! and the controller's `SelectAll` never polls that stream again. Every later pod event of that
+//! controller was lost (#11: jobs stranded after other kinds' pods were deleted). An owner name
+//! taken from the event itself cannot go stale, and deletions trigger too (a pod deleted from
+//! outside must be recreated).
+use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+/// The job a child event is about.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Owner {
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+impl Owner {
+    /// The job that controls the child with `meta`, if it is of `api_version`/`kind`.
+    pub fn controlling(meta: &ObjectMeta, api_version: &str, kind: &str) -> Option<Self> {
+        let owner = meta
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|o| o.controller == Some(true) && o.kind == kind && o.api_version == api_version)?;
+        Some(Self {
+            namespace: meta.namespace.clone(),
+            name: owner.name.clone(),
+        })
+    }
+}
+
+/// What one controller receives: the owners of children that changed.
+pub type Triggers = UnboundedReceiver<Owner>;
+
+/// The controllers' subscriptions, by the job kind each reconciles.
+#[derive(Debug, Default)]
+pub struct Router {
+    routes: Vec<Route>,
+}
+
+#[derive(Debug)]
+struct Route {
+    api_version: String,
+    kind: String,
+    sender: UnboundedSender<Owner>,
+}
+
+impl Router {
+    /// Subscribes the controller of jobs of `api_version`/`kind`.
+    pub fn subscribe(&mut self, api_version: &str, kind: &str) -> Triggers {
+        let (sender, receiver) = unbounded();
+        self.routes.push(Route {
+            api_version: api_version.to_owned(),
+            kind: kind.to_owned(),
+            sender,
+        });
+        receiver
+    }
+
+    /// Sends the owner of the child with `meta` to the controller of its kind (a child has at
+    /// most one controller; children of kinds nobody here reconciles are dropped).
+    pub fn route(&self, meta: &ObjectMeta) {
+        for route in &self.routes {
+            if let Some(owner) = Owner::controlling(meta, &route.api_version, &route.kind) {
+                // A closed receiver is a controller that has stopped; nothing is left to tell.
+                let _ = route.sender.unbounded_send(owner);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::StreamExt;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+
+    fn child(owner_kind: &str, controller: bool) -> ObjectMeta {
+        ObjectMeta {
+            name: Some("c".into()),
+            namespace: Some("ns".into()),
+            owner_references: Some(vec![OwnerReference {
+                api_version: "kubeflow.org/v1".into(),
+                kind: owner_kind.into(),
+                name: "job".into(),
+                uid: "u".into(),
+                controller: Some(controller),
+                ..OwnerReference::default()
+            }]),
+            ..ObjectMeta::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn children_reach_only_their_controllers_kind() {
+        let mut router = Router::default();
+        let mut pytorch = router.subscribe("kubeflow.org/v1", "PyTorchJob");
+        let mut tf = router.subscribe("kubeflow.org/v1", "TFJob");
+        router.route(&child("TFJob", true));
+        router.route(&child("PyTorchJob", false));
+        router.route(&child("PyTorchJob", true));
+        drop(router);
+        let owner = Owner {
+            namespace: Some("ns".into()),
+            name: "job".into(),
+        };
+        assert_eq!(pytorch.next().await, Some(owner.clone()));
+        assert_eq!(
+            pytorch.next().await,
+            None,
+            "a non-controller owner triggers nothing"
+        );
+        assert_eq!(tf.next().await, Some(owner));
+        assert_eq!(tf.next().await, None);
+    }
+
+    #[test]
+    fn a_stopped_controller_does_not_stop_routing() {
+        let mut router = Router::default();
+        drop(router.subscribe("kubeflow.org/v1", "TFJob"));
+        let mut alive = router.subscribe("kubeflow.org/v1", "TFJob");
+        router.route(&child("TFJob", true));
+        assert!(alive.try_recv().is_ok());
+    }
+}
