@@ -61,6 +61,14 @@ pub struct Args {
     /// Give up on a phase after this long
     #[arg(long, default_value = "15m", value_parser = parse_duration)]
     pub timeout: Duration,
+    /// Soak instead of benchmarking: the default operator (every kind) under a steady mixed
+    /// workload at `--rate` (1 job/s when 0) for this long, e.g. `30m`; fails unless every job
+    /// reaches its expected end, no resync finds work and RSS stays within 10%
+    #[arg(long, value_parser = parse_duration)]
+    pub soak: Option<Duration>,
+    /// The operator's --resync-period during a soak
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub soak_resync: Duration,
     /// RSS and CPU sampling interval
     #[arg(long, default_value = "250ms", value_parser = parse_duration)]
     pub sample_every: Duration,

@@ -19,6 +19,7 @@ mod report;
 mod results;
 mod run;
 mod sample;
+mod soak;
 mod stats;
 mod submit;
 mod timeline;
@@ -33,6 +34,22 @@ async fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let args = cli::Args::parse();
+    if let Some(duration) = args.soak {
+        let mut args = args.clone();
+        if args.rate <= 0.0 {
+            args.rate = 1.0;
+        }
+        return match soak::run(&args, duration).await {
+            Ok(results) => {
+                let _ = writeln!(std::io::stdout(), "{}", soak::markdown(&results));
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                tracing::error!(error = %e, results = %args.results.display(), "soak failed");
+                ExitCode::FAILURE
+            }
+        };
+    }
     match run::run(&args).await {
         Ok(run) => {
             let _ = writeln!(std::io::stdout(), "{}", report::markdown(&run));

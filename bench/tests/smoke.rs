@@ -1,28 +1,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! The small-N mode CI runs: the whole benchmark with a handful of jobs, checking that it
 //! completes and writes parseable results. No timing assertions.
-use std::path::PathBuf;
 use std::process::Command;
 
-/// The operator binary of this build (`cargo test --workspace` builds it for its own tests).
-fn operator_bin() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let target = exe
-        .ancestors()
-        .find(|dir| dir.file_name().is_some_and(|n| n == "target"))
-        .unwrap()
-        .to_path_buf();
-    ["debug", "release"]
-        .iter()
-        .map(|profile| target.join(profile).join("kfop-operator"))
-        .find(|path| path.is_file())
-        .unwrap_or_else(|| {
-            panic!(
-                "no kfop-operator under {}: run `cargo build -p kfop-operator`",
-                target.display()
-            )
-        })
-}
+mod support;
+use support::operator_bin;
 
 #[test]
 fn small_run_writes_results() {

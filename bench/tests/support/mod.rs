@@ -1,0 +1,24 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! What the benchmark's tests share.
+use std::path::PathBuf;
+
+/// The operator binary of this build (`cargo test --workspace` builds it for its own tests).
+pub fn operator_bin() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let target = exe
+        .ancestors()
+        .find(|dir| dir.file_name().is_some_and(|n| n == "target"))
+        .unwrap()
+        .to_path_buf();
+    ["debug", "release"]
+        .iter()
+        .map(|profile| target.join(profile).join("kfop-operator"))
+        .find(|path| path.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "no kfop-operator under {}: run `cargo build -p kfop-operator`",
+                target.display()
+            )
+        })
+}
+
