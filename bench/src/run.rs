@@ -30,23 +30,7 @@ pub async fn run(args: &Args) -> Result<Run> {
     std::fs::create_dir_all(&args.results).map_err(|e| Error::io(&args.results, e))?;
     let results = std::fs::canonicalize(&args.results).map_err(|e| Error::io(&args.results, e))?;
 
-    let started = Instant::now();
-    let plane = ControlPlane::start(PlaneOptions {
-        nodes: NodeShape {
-            count: args.nodes,
-            ..NodeShape::default()
-        },
-        ..PlaneOptions::default()
-    })
-    .await?;
-    tracing::info!(
-        elapsed_s = started.elapsed().as_secs_f64(),
-        kubeconfig = %plane.kubeconfig().display(),
-        "control plane up"
-    );
-    let client = plane.client().await?;
-    let all = kfop_operator::schemes::parse(&[]).map_err(|e| Error::Operator(e.to_string()))?;
-    kfop_testenv::install_crds(&client, all.iter().map(|s| kfop_operator::crds::of(*s))).await?;
+    let (plane, client) = start_plane(args).await?;
 
     let mut config = config(args);
     let schemes = args.enable_scheme.clone();
@@ -104,6 +88,28 @@ pub async fn run(args: &Args) -> Result<Run> {
     write_results(&run, &results)?;
     drop(plane);
     Ok(run)
+}
+
+/// The local plane with `--nodes` kwok nodes and every bundled CRD installed.
+pub async fn start_plane(args: &Args) -> Result<(ControlPlane, Client)> {
+    let started = Instant::now();
+    let plane = ControlPlane::start(PlaneOptions {
+        nodes: NodeShape {
+            count: args.nodes,
+            ..NodeShape::default()
+        },
+        ..PlaneOptions::default()
+    })
+    .await?;
+    tracing::info!(
+        elapsed_s = started.elapsed().as_secs_f64(),
+        kubeconfig = %plane.kubeconfig().display(),
+        "control plane up"
+    );
+    let client = plane.client().await?;
+    let all = kfop_operator::schemes::parse(&[]).map_err(|e| Error::Operator(e.to_string()))?;
+    kfop_testenv::install_crds(&client, all.iter().map(|s| kfop_operator::crds::of(*s))).await?;
+    Ok((plane, client))
 }
 
 fn config(args: &Args) -> RunConfig {

@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kfop_operator::samples;
 use kfop_operator::schemes::Scheme;
 use kfop_runtime::api::{JobConditionType, JobStatus};
-use kfop_testenv::{ControlPlane, NodeShape, PlaneOptions, pods};
+use kfop_testenv::pods;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde::Serialize;
@@ -82,17 +82,7 @@ pub struct SoakResults {
 pub async fn run(args: &Args, duration: Duration) -> Result<SoakResults> {
     let bin = operator::locate(args.operator_bin.as_deref())?;
     std::fs::create_dir_all(&args.results).map_err(|e| Error::io(&args.results, e))?;
-    let plane = ControlPlane::start(PlaneOptions {
-        nodes: NodeShape {
-            count: args.nodes,
-            ..NodeShape::default()
-        },
-        ..PlaneOptions::default()
-    })
-    .await?;
-    let client = plane.client().await?;
-    let all = kfop_operator::schemes::parse(&[]).map_err(|e| Error::Operator(e.to_string()))?;
-    kfop_testenv::install_crds(&client, all.iter().map(|s| kfop_operator::crds::of(*s))).await?;
+    let (plane, client) = crate::run::start_plane(args).await?;
     let mut ns = Namespace::default();
     ns.metadata.name = Some(NAMESPACE.to_owned());
     Api::<Namespace>::all(client.clone())
@@ -162,7 +152,9 @@ pub async fn run(args: &Args, duration: Duration) -> Result<SoakResults> {
                     .or_default() += 1;
                 match outcome {
                     Ok(()) => results.converged += 1,
-                    Err(seen) => results.stranded.push(format!("{kind:?} {name} ({scenario:?}): {seen}")),
+                    Err(seen) => results
+                        .stranded
+                        .push(format!("{kind:?} {name} ({scenario:?}): {seen}")),
                 }
             }
             Err(e) => results.stranded.push(format!("driver panicked: {e}")),
@@ -192,7 +184,14 @@ fn summarize_rss(results: &mut SoakResults, samples: &[Sample], lives: &[(f64, u
     let minute = 60.0_f64.min(end.as_secs_f64() / 2.0);
     let window = RSS_WINDOW.as_secs_f64().min(end.as_secs_f64() / 4.0);
     let end = end.as_secs_f64();
-    let mean_rss = |from: f64, to: f64| mean(samples.iter().filter(|s| s.t >= from && s.t < to).map(|s| s.rss_mb));
+    let mean_rss = |from: f64, to: f64| {
+        mean(
+            samples
+                .iter()
+                .filter(|s| s.t >= from && s.t < to)
+                .map(|s| s.rss_mb),
+        )
+    };
     #[allow(clippy::cast_precision_loss)]
     let mean_live = |from: f64, to: f64| {
         mean(
@@ -216,9 +215,10 @@ fn mean(values: impl Iterator<Item = f64>) -> f64 {
 
 fn check(results: &mut SoakResults, duration: Duration) {
     if !results.stranded.is_empty() {
-        results
-            .failures
-            .push(format!("{} jobs did not reach their expected end", results.stranded.len()));
+        results.failures.push(format!(
+            "{} jobs did not reach their expected end",
+            results.stranded.len()
+        ));
     }
     if results.resync_found_work > 0.0 {
         results.failures.push(format!(
@@ -379,17 +379,22 @@ fn job_for(kind: Scheme, scenario: Scenario, name: &str) -> Result<DynamicObject
     job.metadata.name = Some(name.to_owned());
     job.metadata.namespace = Some(NAMESPACE.to_owned());
     let annotations = match scenario {
-        Scenario::Succeed => Some(json!({ pods::COMPLETE_AFTER_MS_ANNOTATION: TRAIN.as_millis().to_string() })),
+        Scenario::Succeed => {
+            Some(json!({ pods::COMPLETE_AFTER_MS_ANNOTATION: TRAIN.as_millis().to_string() }))
+        }
         Scenario::Fail => Some(json!({ pods::EXIT_CODE_ANNOTATION: "1" })),
         _ => None,
     };
-    if scenario == Scenario::Fail {
-        if let Some(spec) = job.data.get_mut("spec").and_then(|s| s.as_object_mut()) {
-            let run_policy = spec.entry("runPolicy").or_insert_with(|| json!({}));
-            run_policy["backoffLimit"] = json!(0);
-        }
+    if scenario == Scenario::Fail
+        && let Some(spec) = job.data.get_mut("spec").and_then(|s| s.as_object_mut())
+    {
+        let run_policy = spec.entry("runPolicy").or_insert_with(|| json!({}));
+        run_policy["backoffLimit"] = json!(0);
     }
-    for spec in samples::replica_specs_mut(&mut job).into_iter().flat_map(|s| s.values_mut()) {
+    for spec in samples::replica_specs_mut(&mut job)
+        .into_iter()
+        .flat_map(|s| s.values_mut())
+    {
         if scenario == Scenario::Fail {
             spec["restartPolicy"] = json!("Never");
         }

@@ -1,16 +1,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! The small-N mode CI runs: the whole benchmark with a handful of jobs, checking that it
 //! completes and writes parseable results. No timing assertions.
-use std::process::Command;
-
 mod support;
-use support::operator_bin;
+use support::bench;
 
 #[test]
 fn small_run_writes_results() {
     let dir = tempfile::tempdir().unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_kfop-bench"))
-        .args([
+    let output = bench(
+        &[
             "--jobs",
             "5",
             "--complete-after",
@@ -19,14 +17,10 @@ fn small_run_writes_results() {
             "2",
             "--timeout",
             "3m",
-        ])
-        .arg("--compare-all-schemes")
-        .arg("--results")
-        .arg(dir.path())
-        .arg("--operator-bin")
-        .arg(operator_bin())
-        .output()
-        .unwrap();
+            "--compare-all-schemes",
+        ],
+        dir.path(),
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "kfop-bench failed:\n{stderr}");
 

@@ -4,22 +4,25 @@
 //! mid-run). `kfop-bench --soak` itself fails unless every job reaches its expected end, no
 //! resync finds work and RSS stays within 10% of its level after the first minute; this test
 //! checks its verdict and its numbers.
-use std::process::Command;
-
 mod support;
-use support::operator_bin;
+use support::bench;
 
 #[test]
 fn two_minutes_of_mixed_work_strand_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_kfop-bench"))
-        .args(["--soak", "2m", "--rate", "1", "--soak-resync", "20s", "--nodes", "2"])
-        .arg("--results")
-        .arg(dir.path())
-        .arg("--operator-bin")
-        .arg(operator_bin())
-        .output()
-        .unwrap();
+    let output = bench(
+        &[
+            "--soak",
+            "2m",
+            "--rate",
+            "1",
+            "--soak-resync",
+            "20s",
+            "--nodes",
+            "2",
+        ],
+        dir.path(),
+    );
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     let report = std::fs::read_to_string(dir.path().join("soak.md")).unwrap_or_default();

@@ -1,9 +1,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! What the benchmark's tests share.
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 /// The operator binary of this build (`cargo test --workspace` builds it for its own tests).
-pub fn operator_bin() -> PathBuf {
+fn operator_bin() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let target = exe
         .ancestors()
@@ -22,3 +23,14 @@ pub fn operator_bin() -> PathBuf {
         })
 }
 
+/// Runs `kfop-bench` with `args`, its results in `results`, against this build's operator.
+pub fn bench(args: &[&str], results: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kfop-bench"))
+        .args(args)
+        .arg("--results")
+        .arg(results)
+        .arg("--operator-bin")
+        .arg(operator_bin())
+        .output()
+        .unwrap()
+}

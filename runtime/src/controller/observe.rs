@@ -1,7 +1,6 @@
 //! What a job's reconcile sees: its pods and services from the shared caches, minus the ones
 //! this process already deleted (the cache may not show the deletion yet).
 use std::collections::HashMap;
-use std::ops::Deref;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Pod, Service};
@@ -18,17 +17,9 @@ const FORGET_AFTER: Duration = Duration::from_secs(300);
 
 /// Per job UID, the UIDs of children this process deleted, so a stale cache cannot make the
 /// planner act on them twice (a second restart event, a double-counted metric).
-#[derive(Debug, Default)]
-pub struct Deleted(PerJob<String, HashMap<String, Instant>>);
+pub type Deleted = PerJob<String, HashMap<String, Instant>>;
 
-impl Deref for Deleted {
-    type Target = PerJob<String, HashMap<String, Instant>>;
-    fn deref(&self) -> &Self::Target {
-        &self.0
-    }
-}
-
-impl Deleted {
+impl PerJob<String, HashMap<String, Instant>> {
     pub fn insert(&self, job_uid: &str, child_uid: String) {
         if let Some(mut by_job) = self.lock() {
             by_job

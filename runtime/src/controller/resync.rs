@@ -1,7 +1,6 @@
 //! The level-triggered safety net: every resync period each live job is planned again from the
 //! caches, and a job with work left is reconciled. Work found for a job that no trigger, timer or
 //! running reconcile accounts for means an event was lost: it is counted and logged.
-use std::ops::Deref;
 use std::time::{Duration, Instant};
 
 use super::per_job::PerJob;
@@ -12,15 +11,7 @@ use super::triggers::Owner;
 pub const CACHE_GRACE: Duration = Duration::from_secs(10);
 
 /// When each job was last triggered, reconciled and due again, by namespace and name.
-#[derive(Debug, Default)]
-pub struct Activity(PerJob<Owner, Seen>);
-
-impl Deref for Activity {
-    type Target = PerJob<Owner, Seen>;
-    fn deref(&self) -> &Self::Target {
-        &self.0
-    }
-}
+pub type Activity = PerJob<Owner, Seen>;
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Seen {
@@ -31,7 +22,7 @@ pub struct Seen {
     due: Option<Instant>,
 }
 
-impl Activity {
+impl PerJob<Owner, Seen> {
     fn update(&self, job: &Owner, f: impl FnOnce(&mut Seen)) {
         if let Some(mut by_job) = self.lock() {
             f(by_job.entry(job.clone()).or_default());

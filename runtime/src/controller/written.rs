@@ -1,22 +1,13 @@
 //! The resourceVersion of the last status this process wrote per job, to recognise a job read
 //! from a cache that has not caught up with our own write (acting on it could re-emit a
 //! transition or undo one).
-use std::ops::Deref;
 
 use super::per_job::PerJob;
 
 /// By job UID.
-#[derive(Debug, Default)]
-pub struct Written(PerJob<String, u64>);
+pub type Written = PerJob<String, u64>;
 
-impl Deref for Written {
-    type Target = PerJob<String, u64>;
-    fn deref(&self) -> &Self::Target {
-        &self.0
-    }
-}
-
-impl Written {
+impl PerJob<String, u64> {
     pub fn record(&self, job_uid: &str, resource_version: Option<&str>) {
         let Some(rv) = resource_version.and_then(|rv| rv.parse().ok()) else {
             return;
