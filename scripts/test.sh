@@ -28,6 +28,9 @@ cargo fmt --all -- --check
 step "cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 
+step "cargo package: the library crates and the CLI are publishable"
+cargo package --quiet --allow-dirty -p kfop-derive -p kfop-testenv -p kfop-runtime -p kfop
+
 step "kfop gen --check on every bundled operator"
 for manifest in examples/*/kfop.yaml; do
   cargo run --quiet -p kfop -- gen --check --dir "$(dirname "$manifest")"

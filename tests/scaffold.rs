@@ -1,8 +1,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! `kfop new --framework foo` into a temporary directory, then `cargo test` there: the scaffold
-//! builds without edits, its CRD is current, and its own integration test runs the operator on
-//! the local control plane (a FooJob with 1 master and 2 workers gets the manifest's environment
-//! and succeeds when its pods do).
+//! `kfop new --framework foo --kfop-source path=<this checkout>` into a temporary directory, the
+//! crate moved elsewhere, then `cargo test` there: the scaffold builds without edits wherever it
+//! lives (its kfop crates come through one `[patch.crates-io]` section, never a path in its
+//! dependencies), its CRD is current, and its own integration test runs the operator on the local
+//! control plane (a FooJob with 1 master and 2 workers gets the manifest's environment and
+//! succeeds when its pods do).
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -43,6 +45,8 @@ fn new_framework_builds_and_its_job_succeeds() {
             "foo",
             "--dir",
             dir.to_str().unwrap(),
+            "--kfop-source",
+            &format!("path={}", workspace().display()),
         ],
     );
     assert!(
@@ -57,8 +61,18 @@ fn new_framework_builds_and_its_job_succeeds() {
     assert!(
         std::fs::read_to_string(dir.join("deploy/crd.yaml"))
             .unwrap()
-            .contains("name: foojobs.kubeflow.org")
+            .contains("name: foojobs.foo.example.com")
     );
+    let cargo_toml = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    let (dependencies, patch) = cargo_toml.split_once("[patch.crates-io]").unwrap();
+    assert!(!dependencies.contains("path ="), "{cargo_toml}");
+    assert_eq!(patch.matches("path =").count(), 3, "{cargo_toml}");
+
+    // Somewhere else entirely: nothing in the crate points back at where it was made.
+    let moved = tmp.path().join("elsewhere/renamed");
+    std::fs::create_dir_all(moved.parent().unwrap()).unwrap();
+    std::fs::rename(&dir, &moved).unwrap();
+    let dir = moved;
 
     let out = cargo(&dir, &["test"]);
     let stdout = String::from_utf8_lossy(&out.stdout);

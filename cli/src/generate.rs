@@ -26,11 +26,63 @@ pub struct File {
     pub owner: Owner,
 }
 
-/// Where the scaffold finds the kfop crates (path dependencies).
-#[derive(Debug, Clone)]
-pub struct Paths {
-    pub runtime: String,
-    pub testenv: String,
+/// Where a scaffold's kfop crates come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KfopSource {
+    /// The released versions, from the registry.
+    Registry,
+    /// A kfop checkout at this absolute path, through `[patch.crates-io]`.
+    Path(String),
+    /// A kfop git repository, through `[patch.crates-io]`.
+    Git(String),
+    /// A crate inside a kfop checkout (a workspace member): path dependencies to the crates, with
+    /// this relative path from the crate to the checkout (`../..`).
+    Member(String),
+}
+
+/// The crates a scaffold depends on, by package name and folder in a kfop checkout; kfop-derive
+/// is patched too because kfop-runtime depends on it.
+const KFOP_CRATES: [(&str, &str); 3] = [
+    ("kfop-runtime", "runtime"),
+    ("kfop-derive", "derive"),
+    ("kfop-testenv", "testenv"),
+];
+
+impl KfopSource {
+    /// The version requirement scaffolds use: this kfop's major and minor (`0.1`).
+    pub fn requirement() -> String {
+        VERSION.split('.').take(2).collect::<Vec<_>>().join(".")
+    }
+
+    /// The inside of a dependency's `{ ... }` on `package` (before its features).
+    fn dependency(&self, package: &str) -> String {
+        let version = format!("version = \"{}\"", Self::requirement());
+        match (self, KFOP_CRATES.iter().find(|(name, _)| *name == package)) {
+            (Self::Member(root), Some((_, folder))) => format!("{version}, path = \"{root}/{folder}\""),
+            _ => version,
+        }
+    }
+
+    /// The `[patch.crates-io]` section for a checkout or git source, or nothing.
+    fn patch(&self) -> String {
+        let location = |folder: &str| match self {
+            Self::Path(root) => Some(format!("path = \"{root}/{folder}\"")),
+            Self::Git(url) => Some(format!("git = \"{url}\"")),
+            Self::Registry | Self::Member(_) => None,
+        };
+        let lines: Option<Vec<String>> = KFOP_CRATES
+            .iter()
+            .map(|(name, folder)| location(folder).map(|l| format!("{name} = {{ {l} }}")))
+            .collect();
+        lines.map_or_else(String::new, |lines| {
+            format!(
+                "\n# Where the kfop crates come from instead of the registry (`kfop new --kfop-source`).\n\
+                 # Delete this section to build against the released versions.\n\
+                 [patch.crates-io]\n{}\n",
+                lines.join("\n")
+            )
+        })
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -79,7 +131,7 @@ template!(Main, "operator/src/main.rs");
 template!(Hooks, "operator/src/hooks.rs");
 template!(Spec, "operator/src/spec.rs");
 template!(Objects, "operator/src/objects.rs");
-template!(CargoToml, "operator/Cargo.toml", runtime_path: &'a str, testenv_path: &'a str);
+template!(CargoToml, "operator/Cargo.template.toml", runtime: String, testenv: String, patch: String);
 template!(Readme, "operator/README.md");
 template!(Rbac, "operator/deploy/rbac.yaml", rbac: Vec<(&'static str, &'static str)>);
 template!(Deployment, "operator/deploy/deployment.yaml");
@@ -87,7 +139,7 @@ template!(CrdTest, "operator/tests/crd.rs");
 template!(OperatorTest, "operator/tests/operator.rs", expected_env: Vec<(String, Vec<String>)>, test_replicas: Vec<(String, i32)>);
 
 /// Every file of the operator crate for `model`, in a fixed order.
-pub fn render(m: &Model, paths: &Paths) -> Result<Vec<File>, GenerateError> {
+pub fn render(m: &Model, source: &KfopSource) -> Result<Vec<File>, GenerateError> {
     let mut files = Vec::new();
     let mut add = |path: &str, owner: Owner, name: &'static str, rendered: askama::Result<String>| {
         let contents = rendered.map_err(|e| GenerateError::Render(name, e))?;
@@ -125,8 +177,9 @@ pub fn render(m: &Model, paths: &Paths) -> Result<Vec<File>, GenerateError> {
         "Cargo.toml",
         Owner::User,
         CargoToml {
-            runtime_path: &paths.runtime,
-            testenv_path: &paths.testenv
+            runtime: source.dependency("kfop-runtime"),
+            testenv: source.dependency("kfop-testenv"),
+            patch: source.patch()
         }
     );
     add!("README.md", Owner::User, Readme {});

@@ -678,7 +678,7 @@ impl Model {
 }
 
 /// The manifest `kfop new` writes when none is given: a master and workers, PyTorch-style env.
-pub fn default_manifest(name: &str) -> String {
+pub fn default_manifest(name: &str, group: &str) -> String {
     let kind = format!("{}Job", name.to_upper_camel_case());
     let port_name = format!("{}-port", name[..name.len().min(10)].trim_end_matches('-'));
     format!(
@@ -687,7 +687,7 @@ kind: {KIND}
 metadata:
   name: {name}
 spec:
-  group: kubeflow.org
+  group: {group}
   version: v1
   kind: {kind}
   shortNames: [{lower}]

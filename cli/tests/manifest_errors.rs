@@ -45,7 +45,11 @@ fn the_fixture_and_the_default_manifest_are_valid() {
         ("FooJob", "foojobs", "foojob-controller")
     );
     assert_eq!(m.replica_specs_field, "fooReplicaSpecs");
-    let d = parse(&default_manifest("bar"), Path::new("kfop.yaml")).unwrap();
+    let d = parse(
+        &default_manifest("bar", "bar.example.com"),
+        Path::new("kfop.yaml"),
+    )
+    .unwrap();
     assert_eq!(d.kind, "BarJob");
     assert_eq!(d.roles.len(), 2);
 }

@@ -9,22 +9,17 @@ use kfop::cli::Cli;
 use kfop::commands::codegen::{CodegenError, GenArgs, NewArgs, gen_crate, new};
 
 fn new_args(dir: &Path, extra: &[&str]) -> NewArgs {
-    let mut argv = vec![
-        "new",
-        "--framework",
-        "foo",
-        "--no-crd",
-        "--runtime-path",
-        "/kfop/runtime",
-        "--dir",
-    ];
+    let mut argv = vec!["new", "--framework", "foo", "--no-crd", "--dir"];
     argv.push(dir.to_str().unwrap());
+    if !extra.contains(&"--kfop-source") {
+        argv.extend(["--kfop-source", "path=/kfop"]);
+    }
     argv.extend_from_slice(extra);
     parse_sub(&argv)
 }
 
 fn gen_args(dir: &Path, extra: &[&str]) -> GenArgs {
-    let mut argv = vec!["gen", "--no-crd", "--runtime-path", "/kfop/runtime", "--dir"];
+    let mut argv = vec!["gen", "--no-crd", "--dir"];
     argv.push(dir.to_str().unwrap());
     argv.extend_from_slice(extra);
     parse_sub(&argv)
@@ -218,7 +213,11 @@ fn bad_framework_names_and_mismatched_manifests() {
         "{err}"
     );
     let manifest = tmp.path().join("other.yaml");
-    std::fs::write(&manifest, kfop::manifest::default_manifest("bar")).unwrap();
+    std::fs::write(
+        &manifest,
+        kfop::manifest::default_manifest("bar", "bar.example.com"),
+    )
+    .unwrap();
     let dir = tmp.path().join("x");
     let err = new(&parse_sub(&[
         "new",
@@ -241,8 +240,8 @@ fn bad_framework_names_and_mismatched_manifests() {
 fn owned_resources_get_an_objects_module() {
     let tmp = tempfile::tempdir().unwrap();
     let manifest = tmp.path().join("foo.yaml");
-    let text =
-        kfop::manifest::default_manifest("foo").replace("spec:\n", "spec:\n  resources: [configmaps]\n");
+    let text = kfop::manifest::default_manifest("foo", "foo.example.com")
+        .replace("spec:\n", "spec:\n  resources: [configmaps]\n");
     std::fs::write(&manifest, text).unwrap();
     let dir = tmp.path().join("op");
     new(&new_args(&dir, &["--manifest", manifest.to_str().unwrap()])).unwrap();
@@ -254,4 +253,93 @@ fn owned_resources_get_an_objects_module() {
     // A crate without such resources has none.
     let plain = scaffold();
     assert!(!plain.path().join("src/objects.rs").exists());
+}
+
+/// The `[dependencies]` and `[dev-dependencies]` lines of a Cargo.toml (not its patch section).
+fn dependency_lines(cargo_toml: &str) -> Vec<&str> {
+    cargo_toml
+        .split("\n[")
+        .filter(|section| section.starts_with("dependencies]") || section.starts_with("dev-dependencies]"))
+        .flat_map(|section| section.lines().skip(1))
+        .filter(|line| line.starts_with("kfop-"))
+        .collect()
+}
+
+#[test]
+fn an_installed_kfop_scaffolds_against_the_registry_from_anywhere() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kfop"))
+        .args(["new", "--framework", "bar", "--no-crd"])
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let dir = tmp.path().join("bar-operator");
+    let cargo_toml = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    let deps = dependency_lines(&cargo_toml);
+    assert_eq!(deps.len(), 3, "{cargo_toml}");
+    for line in deps {
+        assert!(
+            line.contains("version = \"0.1\"") && !line.contains("path"),
+            "{line}"
+        );
+    }
+    assert!(!cargo_toml.contains("[patch"), "{cargo_toml}");
+    let manifest = std::fs::read_to_string(dir.join("kfop.yaml")).unwrap();
+    assert!(manifest.contains("group: bar.example.com"), "{manifest}");
+    for file in [
+        "src/lib.rs",
+        "src/hooks.rs",
+        "tests/operator.rs",
+        "deploy/rbac.yaml",
+        "README.md",
+    ] {
+        assert!(dir.join(file).is_file(), "{file}");
+    }
+}
+
+#[test]
+fn checkout_and_git_sources_are_one_patch_section_and_members_use_paths() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("op");
+    new(&new_args(
+        &dir,
+        &["--kfop-source", "git=https://example.invalid/kfop.git"],
+    ))
+    .unwrap();
+    let cargo_toml = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    assert!(
+        dependency_lines(&cargo_toml).iter().all(|l| !l.contains("path")),
+        "{cargo_toml}"
+    );
+    let patch = cargo_toml.split("[patch.crates-io]\n").nth(1).unwrap();
+    assert_eq!(
+        patch.trim_end(),
+        ["kfop-runtime", "kfop-derive", "kfop-testenv"]
+            .map(|c| format!("{c} = {{ git = \"https://example.invalid/kfop.git\" }}"))
+            .join("\n")
+    );
+
+    // Inside a kfop checkout the crate is a workspace member: relative paths, no patch.
+    let checkout = tmp.path().join("kfop");
+    let member = checkout.join("examples/baz");
+    std::fs::create_dir_all(&member).unwrap();
+    let source = format!("path={}", checkout.display());
+    new(&new_args(&member, &["--force", "--kfop-source", &source])).unwrap();
+    let cargo_toml = std::fs::read_to_string(member.join("Cargo.toml")).unwrap();
+    assert!(
+        cargo_toml.contains(
+            "kfop-runtime = { version = \"0.1\", path = \"../../runtime\", features = [\"v1_34\"] }"
+        ),
+        "{cargo_toml}"
+    );
+    assert!(!cargo_toml.contains("[patch"), "{cargo_toml}");
+
+    let bad =
+        Cli::command().try_get_matches_from(["kfop", "new", "--framework", "foo", "--kfop-source", "crates"]);
+    assert!(
+        bad.unwrap_err()
+            .to_string()
+            .contains("use `registry`, `path=DIR` (a kfop checkout) or `git=URL`")
+    );
 }

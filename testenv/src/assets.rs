@@ -3,12 +3,24 @@ use std::path::{Path, PathBuf};
 
 use crate::{Error, Result};
 
-/// The command that builds the binaries, relative to the repository root.
+/// The command that builds the binaries, relative to the kfop repository root.
 pub const BUILD_COMMAND: &str = "testenv/controlplane/build.sh";
 
 const K8S_GO_MOD: &str = include_str!("../controlplane/k8s/go.mod");
 const ETCD_GO_MOD: &str = include_str!("../controlplane/etcd/go.mod");
 const KWOK_GO_MOD: &str = include_str!("../controlplane/kwok/go.mod");
+
+/// The build recipe (script and Go wrapper modules), embedded so that a crate using kfop-testenv
+/// from a registry, or an installed `kfop`, can build the plane with no kfop checkout present.
+const RECIPE: [(&str, &str); 7] = [
+    ("build.sh", include_str!("../controlplane/build.sh")),
+    ("k8s/go.mod", K8S_GO_MOD),
+    ("k8s/go.sum", include_str!("../controlplane/k8s/go.sum")),
+    ("etcd/go.mod", ETCD_GO_MOD),
+    ("etcd/go.sum", include_str!("../controlplane/etcd/go.sum")),
+    ("kwok/go.mod", KWOK_GO_MOD),
+    ("kwok/go.sum", include_str!("../controlplane/kwok/go.sum")),
+];
 
 /// The kwok configuration (node and pod Stages) shipped with the plane.
 pub(crate) const KWOK_CONFIG: &str = include_str!("../controlplane/kwok.yaml");
@@ -47,12 +59,13 @@ impl Assets {
         Ok(assets)
     }
 
-    /// Like [`Assets::locate`], but runs `build.sh` from this source tree first when the
-    /// binaries are missing (a cold build takes minutes; its progress goes to stderr).
+    /// Like [`Assets::locate`], but builds the binaries first when they are missing, from the
+    /// embedded recipe written out to the cache (a cold build takes minutes and needs Go; its
+    /// progress goes to stderr).
     pub fn locate_or_build() -> Result<Self> {
         match Self::locate() {
             Err(Error::MissingBinary { .. }) => {
-                let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("controlplane/build.sh");
+                let script = write_recipe(&default_bin_dir())?;
                 let status = std::process::Command::new("bash")
                     .arg(&script)
                     .stdout(std::process::Stdio::null())
@@ -84,6 +97,22 @@ fn default_bin_dir() -> PathBuf {
         required_version(KWOK_GO_MOD, "sigs.k8s.io/kwok"),
     );
     cache_root().join("controlplane").join(key).join("bin")
+}
+
+/// Writes the embedded recipe next to `bin` (`<cache>/controlplane/<versions>/recipe`) and
+/// returns its build script.
+fn write_recipe(bin: &Path) -> Result<PathBuf> {
+    let dir = bin
+        .parent()
+        .map_or_else(|| bin.join("recipe"), |p| p.join("recipe"));
+    for (file, contents) in RECIPE {
+        let path = dir.join(file);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(Error::io(parent))?;
+        }
+        std::fs::write(&path, contents).map_err(Error::io(&path))?;
+    }
+    Ok(dir.join("build.sh"))
 }
 
 fn cache_root() -> PathBuf {
@@ -119,6 +148,26 @@ mod tests {
         assert!(required_version(ETCD_GO_MOD, "go.etcd.io/etcd/server/v3").starts_with("v3.6"));
         assert!(required_version(KWOK_GO_MOD, "sigs.k8s.io/kwok").starts_with("v0."));
         assert_eq!(required_version("require x v1\n", "y"), "unknown");
+    }
+
+    #[test]
+    fn the_embedded_recipe_writes_out_whole() {
+        let dir = std::env::temp_dir().join(format!("kfop-recipe-{}", std::process::id()));
+        let script = write_recipe(&dir.join("bin")).unwrap();
+        assert_eq!(script, dir.join("recipe/build.sh"));
+        for (file, contents) in RECIPE {
+            assert_eq!(
+                std::fs::read_to_string(dir.join("recipe").join(file)).unwrap(),
+                contents
+            );
+        }
+        // The script reads the versions from the modules beside it, as in the source tree.
+        assert!(
+            std::fs::read_to_string(&script)
+                .unwrap()
+                .contains("$here/k8s/go.mod")
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -4,7 +4,7 @@ use std::process::Command;
 
 use clap::Args;
 
-use crate::generate::{self, File, GenerateError, LOCK_FILE, Lock, Owner, Paths};
+use crate::generate::{self, File, GenerateError, KfopSource, LOCK_FILE, Lock, Owner};
 use crate::manifest::{self, FILE_NAME, ManifestError};
 
 #[derive(Debug, thiserror::Error)]
@@ -60,8 +60,35 @@ pub struct NewArgs {
     /// Write into an existing non-empty directory
     #[arg(long)]
     force: bool,
+    /// The API group of the new job kind (default: `<framework>.example.com`)
+    #[arg(long)]
+    group: Option<String>,
+    /// Where the kfop crates come from: `registry` (the released versions), `path=DIR` (a kfop
+    /// checkout) or `git=URL`; the last two are written as a `[patch.crates-io]` section. A crate
+    /// created inside a kfop checkout uses path dependencies into it
+    #[arg(long, default_value = "registry", value_parser = parse_source)]
+    kfop_source: SourceArg,
     #[command(flatten)]
     common: CommonArgs,
+}
+
+/// `--kfop-source` as given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SourceArg {
+    Registry,
+    Path(PathBuf),
+    Git(String),
+}
+
+fn parse_source(text: &str) -> Result<SourceArg, String> {
+    match text.split_once('=') {
+        None if text == "registry" => Ok(SourceArg::Registry),
+        Some(("path", dir)) if !dir.is_empty() => Ok(SourceArg::Path(PathBuf::from(dir))),
+        Some(("git", url)) if !url.is_empty() => Ok(SourceArg::Git(url.to_owned())),
+        _ => Err(format!(
+            "`{text}`: use `registry`, `path=DIR` (a kfop checkout) or `git=URL`"
+        )),
+    }
 }
 
 #[derive(Debug, Args)]
@@ -84,35 +111,37 @@ pub struct CommonArgs {
     /// Do not build the crate to write deploy/crd.yaml (its `tests/crd.rs` then reports it stale)
     #[arg(long)]
     no_crd: bool,
-    /// Path of the kfop-runtime crate for the scaffold's Cargo.toml (default: this kfop's source)
-    #[arg(long)]
-    runtime_path: Option<PathBuf>,
 }
 
-/// The kfop source tree this binary was built from, for path dependencies.
-fn source_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_owned)
-        .unwrap_or_default()
+/// The kfop checkout this binary was built from, if it is still there (an installed `kfop`
+/// works without one).
+fn source_root() -> Option<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?;
+    root.join("runtime/Cargo.toml").is_file().then(|| root.to_owned())
 }
 
-/// Path dependencies from `dir` to the kfop crates: relative when both are in one tree, so a
-/// crate inside the kfop repository stays portable.
-fn paths(dir: &Path, runtime: Option<&Path>) -> Paths {
-    let runtime = runtime.map_or_else(|| source_root().join("runtime"), Path::to_owned);
-    let testenv = runtime
-        .parent()
-        .map_or_else(|| source_root().join("testenv"), |p| p.join("testenv"));
-    let rel = |target: &Path| {
-        relative(dir, target)
-            .unwrap_or_else(|| target.to_owned())
-            .display()
-            .to_string()
+/// Where the crate in `dir` gets the kfop crates: a crate inside a kfop checkout is a member of
+/// its workspace (relative path dependencies); otherwise as `--kfop-source` says.
+fn source(dir: &Path, arg: &SourceArg) -> KfopSource {
+    let checkout = match arg {
+        SourceArg::Path(root) => Some(root.clone()),
+        _ => source_root(),
     };
-    Paths {
-        runtime: rel(&runtime),
-        testenv: rel(&testenv),
+    if let Some(root) = &checkout
+        && let Some(up) = relative(dir, root)
+            .filter(|up| up.components().next().is_some() && up.components().all(|c| c.as_os_str() == ".."))
+    {
+        return KfopSource::Member(up.display().to_string());
+    }
+    match arg {
+        SourceArg::Registry => KfopSource::Registry,
+        SourceArg::Path(root) => KfopSource::Path(
+            std::fs::canonicalize(root)
+                .unwrap_or_else(|_| root.clone())
+                .display()
+                .to_string(),
+        ),
+        SourceArg::Git(url) => KfopSource::Git(url.clone()),
     }
 }
 
@@ -167,7 +196,13 @@ pub fn new(args: &NewArgs) -> Result<PathBuf, CodegenError> {
     let manifest_path = dir.join(FILE_NAME);
     let text = match &args.manifest {
         Some(path) => std::fs::read_to_string(path).map_err(io(path))?,
-        None => manifest::default_manifest(name),
+        None => manifest::default_manifest(
+            name,
+            &args
+                .group
+                .clone()
+                .unwrap_or_else(|| format!("{name}.example.com")),
+        ),
     };
     let model = manifest::parse(&text, args.manifest.as_deref().unwrap_or(&manifest_path))?;
     if &model.name != name {
@@ -179,7 +214,7 @@ pub fn new(args: &NewArgs) -> Result<PathBuf, CodegenError> {
     }
     std::fs::create_dir_all(&dir).map_err(io(&dir))?;
     std::fs::write(&manifest_path, &text).map_err(io(&manifest_path))?;
-    let files = generate::render(&model, &paths(&dir, args.common.runtime_path.as_deref()))?;
+    let files = generate::render(&model, &source(&dir, &args.kfop_source))?;
     for file in &files {
         write(&dir, file)?;
     }
@@ -189,13 +224,9 @@ pub fn new(args: &NewArgs) -> Result<PathBuf, CodegenError> {
     // Cargo.lock is the user's from then on).
     // A crate inside the kfop tree is a workspace member and uses the workspace's lock.
     let cargo_lock = dir.join("Cargo.lock");
-    let inside_source = std::fs::canonicalize(&dir)
-        .ok()
-        .zip(std::fs::canonicalize(source_root()).ok())
-        .is_some_and(|(d, root)| d.starts_with(root));
-    if !inside_source
-        && !cargo_lock.exists()
-        && std::fs::copy(source_root().join("Cargo.lock"), &cargo_lock).is_err()
+    let member = matches!(source(&dir, &args.kfop_source), KfopSource::Member(_));
+    if let Some(root) = source_root().filter(|_| !member && !cargo_lock.exists())
+        && std::fs::copy(root.join("Cargo.lock"), &cargo_lock).is_err()
     {
         tracing::debug!("no Cargo.lock in the kfop source to start from");
     }
@@ -215,7 +246,9 @@ pub struct GenReport {
 pub fn gen_crate(args: &GenArgs) -> Result<GenReport, CodegenError> {
     let dir = &args.dir;
     let model = manifest::load(&dir.join(FILE_NAME))?;
-    let files = generate::render(&model, &paths(dir, args.common.runtime_path.as_deref()))?;
+    // Cargo.toml is the user's (written once by `new`), so where the kfop crates come from does
+    // not change what `gen` writes.
+    let files = generate::render(&model, &KfopSource::Registry)?;
     let lock_path = dir.join(LOCK_FILE);
     let old = std::fs::read_to_string(&lock_path)
         .ok()
