@@ -66,6 +66,10 @@ pub struct Args {
     /// reaches its expected end, no resync finds work and RSS stays within 10%
     #[arg(long, value_parser = parse_duration)]
     pub soak: Option<Duration>,
+    /// With --soak: inject faults meanwhile (operator SIGKILL every 5 s, kube-apiserver and etcd
+    /// restarts, a frozen API server) and check that nothing strands, doubles or is orphaned
+    #[arg(long, requires = "soak")]
+    pub chaos: bool,
     /// The operator's --resync-period during a soak
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     pub soak_resync: Duration,

@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 mod ceiling;
+mod chaos;
 mod cli;
 mod error;
 mod observe;

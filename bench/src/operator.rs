@@ -52,7 +52,12 @@ impl Operator {
     /// loopback port.
     pub async fn spawn(bin: &Path, kubeconfig: &Path, args: &[String], log: &Path) -> Result<Self> {
         let metrics_addr = free_addr()?;
-        let log_file = std::fs::File::create(log).map_err(|e| Error::io(log, e))?;
+        // Appended to: a restarted operator (chaos) keeps writing to the same log.
+        let log_file = std::fs::File::options()
+            .create(true)
+            .append(true)
+            .open(log)
+            .map_err(|e| Error::io(log, e))?;
         let err_file = log_file.try_clone().map_err(|e| Error::io(log, e))?;
         let mut command = Command::new(bin);
         command
@@ -109,6 +114,12 @@ impl Operator {
             Ok((code, body)) => Err(Error::Scrape(format!("HTTP {code}: {body}"))),
             Err(e) => Err(Error::Scrape(e.to_string())),
         }
+    }
+
+    /// SIGKILL at once, as a crash or an evicted pod would end it.
+    pub async fn kill(mut self) {
+        let _ = self.child.start_kill();
+        let _ = self.child.wait().await;
     }
 
     /// SIGTERM, then SIGKILL if it has not exited within `grace`.

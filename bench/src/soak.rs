@@ -4,30 +4,37 @@
 //! annotations on pods) and then deleted. At the end every job must have reached its end on its
 //! own, no resync may have found work (a lost event), and the operator's RSS late in the run must
 //! be within 10% of its level after the first minute.
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kfop_operator::samples;
 use kfop_operator::schemes::Scheme;
 use kfop_runtime::api::{JobConditionType, JobStatus};
 use kfop_testenv::pods;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use serde::Serialize;
 use serde_json::json;
 
+use crate::chaos::{self, Fault, Operators};
 use crate::cli::Args;
 use crate::error::{Error, Result};
-use crate::operator::{self, Operator};
+use crate::operator;
 use crate::sample::{Sample, Sampler};
 
 const NAMESPACE: &str = "soak";
 /// How long one job may take to reach its expected end.
 const JOB_DEADLINE: Duration = Duration::from_secs(120);
+/// Under chaos, with restarts and an outage in the way.
+const CHAOS_JOB_DEADLINE: Duration = Duration::from_secs(300);
+const JOB_NAME_LABEL: &str = "training.kubeflow.org/job-name";
+const OPERATOR_NAME_LABEL: &str = "training.kubeflow.org/operator-name";
 /// How long a pod "trains" before kwok ends it, in the succeed scenario.
 const TRAIN: Duration = Duration::from_secs(5);
 /// How long a finished job is kept, and must stay finished, before the driver deletes it.
@@ -57,9 +64,17 @@ const SCENARIOS: [Scenario; 5] = [
     Scenario::DeleteMidRun,
 ];
 
+/// Jobs by how they ended.
+#[derive(Debug, Default, Serialize)]
+pub struct Tally {
+    pub converged: usize,
+    pub stranded: usize,
+}
+
 /// The soak's results.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize)]
 pub struct SoakResults {
+    pub chaos: bool,
     pub duration_seconds: f64,
     pub rate: f64,
     pub resync_period_seconds: f64,
@@ -68,6 +83,13 @@ pub struct SoakResults {
     /// Jobs that did not reach their expected end, with what was seen.
     pub stranded: Vec<String>,
     pub by_kind_and_scenario: BTreeMap<String, usize>,
+    /// Jobs by the fault running when they were created (`Calm` without chaos).
+    pub by_fault: BTreeMap<String, Tally>,
+    /// Pod names created more than once for one replica of a job that never replaces pods.
+    pub duplicate_pods: Vec<String>,
+    /// Pods, services and owned objects left after every job was deleted.
+    pub orphans: Vec<String>,
+    pub injected: Option<chaos::Injected>,
     pub resyncs: f64,
     pub resync_found_work: f64,
     pub rss_after_first_minute_mb: f64,
@@ -78,11 +100,11 @@ pub struct SoakResults {
     pub failures: Vec<String>,
 }
 
-/// Runs the soak for `duration`; fails when any check fails (after writing the results).
+/// Runs the soak for `duration` (with `--chaos`, under faults); fails when any check fails
+/// (after writing the results).
 pub async fn run(args: &Args, duration: Duration) -> Result<SoakResults> {
-    let bin = operator::locate(args.operator_bin.as_deref())?;
     std::fs::create_dir_all(&args.results).map_err(|e| Error::io(&args.results, e))?;
-    let (plane, client) = crate::run::start_plane(args).await?;
+    let (mut plane, client) = crate::run::start_plane(args).await?;
     let mut ns = Namespace::default();
     ns.metadata.name = Some(NAMESPACE.to_owned());
     Api::<Namespace>::all(client.clone())
@@ -93,18 +115,125 @@ pub async fn run(args: &Args, duration: Duration) -> Result<SoakResults> {
     // The default operator: every kind, default flags, but for the resync period under test.
     let mut flags = vec![format!("--resync-period={}s", args.soak_resync.as_secs_f64())];
     flags.extend(args.operator_args.iter().cloned());
-    let log = args.results.join("operator-soak.log");
-    let mut operator = Operator::spawn(&bin, plane.kubeconfig(), &flags, &log).await?;
-    operator.wait_ready(Duration::from_secs(60)).await?;
+    let mut operators = Operators {
+        bin: operator::locate(args.operator_bin.as_deref())?,
+        flags,
+        log: args.results.join("operator-soak.log"),
+        current: None,
+    };
+    operators.start(&plane).await?;
     let start = Instant::now();
-    let sampler = Sampler::start(operator.pid(), start, Duration::from_secs(1));
+    // Under chaos the process changes; its memory is not what is measured then.
+    let sampler = match (&operators.current, args.chaos) {
+        (Some(current), false) => Some(Sampler::start(current.pid(), start, Duration::from_secs(1))),
+        _ => None,
+    };
     let live = Arc::new(AtomicUsize::new(0));
     let live_samples = live_sampler(live.clone(), start);
+    let pods = PodHistory::watch(&client);
+    let deadline = if args.chaos {
+        CHAOS_JOB_DEADLINE
+    } else {
+        JOB_DEADLINE
+    };
 
-    let interval = Duration::from_secs_f64(1.0 / args.rate.max(0.01));
+    let workload = submit(&client, args.rate, start, duration, deadline, live);
+    let (drivers, injected) = if args.chaos {
+        let (drivers, injected) = tokio::join!(
+            workload,
+            chaos::inject(&mut plane, &mut operators, start, duration)
+        );
+        (drivers, Some(injected?))
+    } else {
+        (workload.await, None)
+    };
+    let submitting = start.elapsed();
+    let mut results = SoakResults {
+        duration_seconds: submitting.as_secs_f64(),
+        rate: args.rate,
+        resync_period_seconds: args.soak_resync.as_secs_f64(),
+        chaos: args.chaos,
+        ..SoakResults::default()
+    };
+    let mut scenarios = BTreeMap::new();
+    for driver in drivers {
+        match driver.await {
+            Ok(job) => {
+                *results
+                    .by_kind_and_scenario
+                    .entry(format!("{:?} {:?}", job.kind, job.scenario))
+                    .or_default() += 1;
+                let tally = results.by_fault.entry(format!("{:?}", job.fault)).or_default();
+                match job.outcome {
+                    Ok(()) => {
+                        results.converged += 1;
+                        tally.converged += 1;
+                    }
+                    Err(seen) => {
+                        tally.stranded += 1;
+                        results.stranded.push(format!(
+                            "{:?} {} ({:?}, during {:?}): {seen}",
+                            job.kind, job.name, job.scenario, job.fault
+                        ));
+                    }
+                }
+                scenarios.insert(job.name, job.scenario);
+            }
+            Err(e) => results.stranded.push(format!("driver panicked: {e}")),
+        }
+    }
+    results.jobs = scenarios.len()
+        + results
+            .stranded
+            .iter()
+            .filter(|s| s.starts_with("driver"))
+            .count();
+    results.duplicate_pods = pods.duplicates(&scenarios);
+    results.orphans = orphans(&client).await;
+    let mut counted = injected.unwrap_or_default();
+    operators.finish(&mut counted).await?;
+    results.resyncs = counted.resyncs;
+    results.resync_found_work = counted.resync_found_work;
+    results.injected = args.chaos.then_some(counted);
+    let lives = live_samples.stop();
+    if let Some(sampler) = sampler {
+        summarize_rss(&mut results, &sampler.stop(), &lives, submitting);
+    }
+    check(&mut results, duration);
+    write(&results, &args.results)?;
+    drop(plane);
+    if results.failures.is_empty() {
+        Ok(results)
+    } else {
+        Err(Error::Phase {
+            phase: if args.chaos { "chaos" } else { "soak" }.into(),
+            message: results.failures.join("; "),
+        })
+    }
+}
+
+/// One job's end.
+struct JobEnd {
+    kind: Scheme,
+    scenario: Scenario,
+    fault: Fault,
+    name: String,
+    outcome: Result<(), String>,
+}
+
+/// Submits a job every `1/rate` s until `duration` has passed; each runs in its own driver.
+async fn submit(
+    client: &Client,
+    rate: f64,
+    start: Instant,
+    duration: Duration,
+    deadline: Duration,
+    live: Arc<AtomicUsize>,
+) -> Vec<tokio::task::JoinHandle<JobEnd>> {
+    let interval = Duration::from_secs_f64(1.0 / rate.max(0.01));
     let mut drivers = Vec::new();
-    let mut n = 0usize;
     let kinds: Vec<Scheme> = Scheme::ALL.iter().map(|(_, s)| *s).collect();
+    let mut n = 0usize;
     while start.elapsed() < duration {
         let kind = kinds[n % kinds.len()];
         // Kinds and scenarios cycle at co-prime periods (7 and 5), so every pair comes up.
@@ -114,70 +243,107 @@ pub async fn run(args: &Args, duration: Duration) -> Result<SoakResults> {
             Scenario::Restart if kind == Scheme::MpiJob => Scenario::Succeed,
             scenario => scenario,
         };
+        let fault = chaos::fault_at(start.elapsed(), duration);
         let name = format!("soak-{n}");
         let (client, live) = (client.clone(), live.clone());
         live.fetch_add(1, Ordering::Relaxed);
         drivers.push(tokio::spawn(async move {
-            let outcome = drive(&client, kind, scenario, &name).await;
+            let outcome = drive(&client, kind, scenario, &name, deadline).await;
             live.fetch_sub(1, Ordering::Relaxed);
-            (kind, scenario, name, outcome)
+            JobEnd {
+                kind,
+                scenario,
+                fault,
+                name,
+                outcome,
+            }
         }));
         n += 1;
         tokio::time::sleep(interval).await;
     }
-    let submitting = start.elapsed();
-    let mut results = SoakResults {
-        duration_seconds: submitting.as_secs_f64(),
-        rate: args.rate,
-        resync_period_seconds: args.soak_resync.as_secs_f64(),
-        jobs: drivers.len(),
-        converged: 0,
-        stranded: Vec::new(),
-        by_kind_and_scenario: BTreeMap::new(),
-        resyncs: 0.0,
-        resync_found_work: 0.0,
-        rss_after_first_minute_mb: 0.0,
-        live_jobs_after_first_minute: 0.0,
-        rss_at_end_mb: 0.0,
-        live_jobs_at_end: 0.0,
-        peak_rss_mb: 0.0,
-        failures: Vec::new(),
-    };
-    for driver in drivers {
-        match driver.await {
-            Ok((kind, scenario, name, outcome)) => {
-                *results
-                    .by_kind_and_scenario
-                    .entry(format!("{kind:?} {scenario:?}"))
-                    .or_default() += 1;
-                match outcome {
-                    Ok(()) => results.converged += 1,
-                    Err(seen) => results
-                        .stranded
-                        .push(format!("{kind:?} {name} ({scenario:?}): {seen}")),
-                }
+    drivers
+}
+
+/// Per pod name: its job and every UID it had.
+type PodUids = BTreeMap<String, (String, BTreeSet<String>)>;
+
+/// Every pod UID seen per pod name, from a watch of the namespace.
+struct PodHistory {
+    seen: Arc<std::sync::Mutex<PodUids>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl PodHistory {
+    fn watch(client: &Client) -> Self {
+        let seen = Arc::new(std::sync::Mutex::new(BTreeMap::new()));
+        let into = seen.clone();
+        let api: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
+        let task = tokio::spawn(async move {
+            let mut events = std::pin::pin!(
+                watcher(api, watcher::Config::default())
+                    .default_backoff()
+                    .applied_objects()
+            );
+            while let Some(event) = events.next().await {
+                let (Ok(pod), Ok(mut seen)) = (event, into.lock()) else {
+                    continue;
+                };
+                let job = pod.labels().get(JOB_NAME_LABEL).cloned().unwrap_or_default();
+                let entry = seen
+                    .entry(pod.name_any())
+                    .or_insert_with(|| (job, BTreeSet::new()));
+                entry.1.extend(pod.uid());
             }
-            Err(e) => results.stranded.push(format!("driver panicked: {e}")),
+        });
+        Self { seen, task }
+    }
+
+    /// Pod names created more than once for jobs whose scenario never replaces a pod.
+    fn duplicates(self, scenarios: &BTreeMap<String, Scenario>) -> Vec<String> {
+        self.task.abort();
+        let Ok(seen) = self.seen.lock() else {
+            return vec!["pod history poisoned".into()];
+        };
+        seen.iter()
+            .filter(|(_, (job, uids))| {
+                uids.len() > 1
+                    && scenarios.get(job).is_some_and(|s| {
+                        matches!(s, Scenario::Succeed | Scenario::Fail | Scenario::DeleteMidRun)
+                    })
+            })
+            .map(|(pod, (_, uids))| format!("{pod}: {} pods", uids.len()))
+            .collect()
+    }
+}
+
+/// Objects kfop made that outlive their (deleted) jobs, after the garbage collector had a minute.
+async fn orphans(client: &Client) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let left = owned_left(client).await;
+        if left.is_empty() || Instant::now() >= deadline {
+            return left;
         }
+        tokio::time::sleep(Duration::from_secs(1)).await;
     }
-    let metrics = operator.scrape().await?;
-    results.resyncs = operator::sum(&metrics, "kfop_resyncs_total", |_| true);
-    results.resync_found_work = operator::sum(&metrics, "kfop_resync_found_work_total", |_| true);
-    let samples = sampler.stop();
-    let lives = live_samples.stop();
-    summarize_rss(&mut results, &samples, &lives, submitting);
-    check(&mut results, duration);
-    operator.stop(Duration::from_secs(10)).await?;
-    write(&results, &args.results)?;
-    drop(plane);
-    if results.failures.is_empty() {
-        Ok(results)
-    } else {
-        Err(Error::Phase {
-            phase: "soak".into(),
-            message: results.failures.join("; "),
-        })
+}
+
+async fn owned_left(client: &Client) -> Vec<String> {
+    use k8s_openapi::api::batch::v1::Job;
+    use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
+    let selector = ListParams::default().labels(OPERATOR_NAME_LABEL);
+    let mut left = Vec::new();
+    macro_rules! collect {
+        ($($kind:ty),*) => {$(
+            let api: Api<$kind> = Api::namespaced(client.clone(), NAMESPACE);
+            match api.list(&selector).await {
+                Ok(list) => left.extend(list.items.iter().map(|o| format!("{} {}", stringify!($kind), o.name_any()))),
+                Err(e) => left.push(format!("listing {}: {e}", stringify!($kind))),
+            }
+        )*};
     }
+    collect!(Pod, Service, ConfigMap, Secret, Job);
+    left
 }
 
 fn summarize_rss(results: &mut SoakResults, samples: &[Sample], lives: &[(f64, usize)], end: Duration) {
@@ -220,6 +386,17 @@ fn check(results: &mut SoakResults, duration: Duration) {
             results.stranded.len()
         ));
     }
+    if !results.duplicate_pods.is_empty() {
+        results.failures.push(format!(
+            "{} pods were created more than once for one replica",
+            results.duplicate_pods.len()
+        ));
+    }
+    if !results.orphans.is_empty() {
+        results
+            .failures
+            .push(format!("{} objects outlived their jobs", results.orphans.len()));
+    }
     if results.resync_found_work > 0.0 {
         results.failures.push(format!(
             "resyncs found work {} times (watch events were lost)",
@@ -246,30 +423,65 @@ fn write(results: &SoakResults, dir: &Path) -> Result<()> {
     std::fs::write(&path, markdown(results)).map_err(|e| Error::io(&path, e))
 }
 
-/// The soak's results as a Markdown table.
+/// The soak's results as Markdown tables.
 pub fn markdown(r: &SoakResults) -> String {
     let mut text = format!(
-        "# kfop soak\n\n| | |\n|---|---|\n\
+        "# kfop {}\n\n| | |\n|---|---|\n\
          | duration (s) | {:.0} |\n| rate (jobs/s) | {} |\n| resync period (s) | {:.0} |\n\
          | jobs (7 kinds x 5 scenarios) | {} |\n| converged | {} |\n| stranded | {} |\n\
-         | resyncs / found work | {:.0} / {:.0} |\n\
-         | RSS after the first minute (MB, live jobs) | {:.1} ({:.1}) |\n\
-         | RSS at the end (MB, live jobs) | {:.1} ({:.1}) |\n| peak RSS (MB) | {:.1} |\n",
+         | pods created twice for one replica | {} |\n| orphans after deletion | {} |\n\
+         | resyncs / found work | {:.0} / {:.0} |\n",
+        if r.chaos { "chaos" } else { "soak" },
         r.duration_seconds,
         r.rate,
         r.resync_period_seconds,
         r.jobs,
         r.converged,
         r.stranded.len(),
+        r.duplicate_pods.len(),
+        r.orphans.len(),
         r.resyncs,
         r.resync_found_work,
-        r.rss_after_first_minute_mb,
-        r.live_jobs_after_first_minute,
-        r.rss_at_end_mb,
-        r.live_jobs_at_end,
-        r.peak_rss_mb,
     );
-    for line in r.stranded.iter().chain(&r.failures) {
+    if r.chaos {
+        if let Some(i) = &r.injected {
+            text.push_str(&format!(
+                "| operator kills; slowest restart to ready (s) | {}; {:.1} |\n\
+                 | kube-apiserver restart to ready (s) | {:.1} |\n| etcd restart to ready (s) | {:.1} |\n\
+                 | API server frozen (s); operator requests/s meanwhile | {:.0}; {:.2} |\n",
+                i.operator_kills,
+                i.max_operator_ready_seconds,
+                i.apiserver_restart_seconds,
+                i.etcd_restart_seconds,
+                i.outage_seconds,
+                i.outage_requests_per_second,
+            ));
+        }
+    } else {
+        text.push_str(&format!(
+            "| RSS after the first minute (MB, live jobs) | {:.1} ({:.1}) |\n\
+             | RSS at the end (MB, live jobs) | {:.1} ({:.1}) |\n| peak RSS (MB) | {:.1} |\n",
+            r.rss_after_first_minute_mb,
+            r.live_jobs_after_first_minute,
+            r.rss_at_end_mb,
+            r.live_jobs_at_end,
+            r.peak_rss_mb,
+        ));
+    }
+    text.push_str("\n| jobs created during | converged | stranded |\n|---|---|---|\n");
+    for (fault, tally) in &r.by_fault {
+        text.push_str(&format!(
+            "| {fault} | {} | {} |\n",
+            tally.converged, tally.stranded
+        ));
+    }
+    for line in r
+        .stranded
+        .iter()
+        .chain(&r.duplicate_pods)
+        .chain(&r.orphans)
+        .chain(&r.failures)
+    {
         text.push_str(&format!("\n- {line}"));
     }
     text.push('\n');
@@ -305,21 +517,52 @@ impl LiveSampler {
 
 /// One job's life: created for `scenario`, driven like a kubelet would, checked to reach its
 /// expected end, then deleted. The error says what was last seen.
-async fn drive(client: &Client, kind: Scheme, scenario: Scenario, name: &str) -> Result<(), String> {
+async fn drive(
+    client: &Client,
+    kind: Scheme,
+    scenario: Scenario,
+    name: &str,
+    within: Duration,
+) -> Result<(), String> {
     let resource = samples::api_resource(kind);
     let jobs: Api<DynamicObject> = Api::namespaced_with(client.clone(), NAMESPACE, &resource);
     let pod_api: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
     let job = job_for(kind, scenario, name).map_err(|e| e.to_string())?;
-    jobs.create(&PostParams::default(), &job)
-        .await
-        .map_err(|e| format!("creating: {e}"))?;
-    let deadline = Instant::now() + JOB_DEADLINE;
     let driver = Driver {
         jobs: &jobs,
         pods: &pod_api,
         name,
-        deadline,
+        deadline: Instant::now() + within,
+        within,
     };
+    driver
+        .retrying("creating", || async {
+            match jobs.create(&PostParams::default(), &job).await {
+                Ok(_) => Ok(()),
+                // A retried create whose first try went through.
+                Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+                Err(e) => Err(e.to_string()),
+            }
+        })
+        .await?;
+    // Whatever happened, the job is deleted after, so what is left over is the operator's.
+    let outcome = run_scenario(&driver, scenario).await;
+    driver
+        .retrying("deleting", || async {
+            match jobs.delete(name, &DeleteParams::background()).await {
+                Ok(_) => Ok(()),
+                // A retried delete whose first try went through.
+                Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+                Err(e) => Err(e.to_string()),
+            }
+        })
+        .await?;
+    let gone = driver.until_gone().await;
+    outcome.and(gone)
+}
+
+/// Drives one scenario to its expected end.
+async fn run_scenario(driver: &Driver<'_>, scenario: Scenario) -> Result<(), String> {
     let expected = match scenario {
         Scenario::Succeed => Some(JobConditionType::Succeeded),
         Scenario::Fail => Some(JobConditionType::Failed),
@@ -327,9 +570,13 @@ async fn drive(client: &Client, kind: Scheme, scenario: Scenario, name: &str) ->
             let pods = driver.running_pods().await?;
             let first = pods.first().ok_or("no pods")?;
             let (victim, uid) = (first.name_any(), first.uid());
-            pods::finish(&pod_api, &victim, 137, 0)
-                .await
-                .map_err(|e| e.to_string())?;
+            driver
+                .retrying("killing a pod with 137", || async {
+                    pods::finish(driver.pods, &victim, 137, 0)
+                        .await
+                        .map_err(|e| e.to_string())
+                })
+                .await?;
             driver
                 .until("the killed pod replaced", |_, pods| {
                     pods.iter()
@@ -362,15 +609,12 @@ async fn drive(client: &Client, kind: Scheme, scenario: Scenario, name: &str) ->
             .until(&format!("{condition:?}"), |status, _| status.is(condition))
             .await?;
         tokio::time::sleep(KEEP_FINISHED).await;
-        let (status, _) = driver.look().await?;
+        let (status, _) = driver.retrying("looking again", || driver.look()).await?;
         if !status.is_some_and(|s| s.is(condition)) {
             return Err(format!("left {condition:?} on its own"));
         }
     }
-    jobs.delete(name, &DeleteParams::background())
-        .await
-        .map_err(|e| format!("deleting: {e}"))?;
-    driver.until_gone().await
+    Ok(())
 }
 
 /// The sample of `kind` shaped for `scenario`.
@@ -413,6 +657,7 @@ struct Driver<'a> {
     pods: &'a Api<Pod>,
     name: &'a str,
     deadline: Instant,
+    within: Duration,
 }
 
 impl Driver<'_> {
@@ -439,9 +684,26 @@ impl Driver<'_> {
     }
 
     /// Waits until `done` holds for the job's status and pods, or the job's deadline.
+    /// Runs `call` until it succeeds, for as long as the job may take and its cleanup after (the
+    /// API server may be restarting or frozen under chaos).
+    async fn retrying<T, Fut>(&self, what: &str, mut call: impl FnMut() -> Fut) -> Result<T, String>
+    where
+        Fut: std::future::Future<Output = Result<T, String>>,
+    {
+        loop {
+            match call().await {
+                Ok(value) => return Ok(value),
+                Err(e) if Instant::now() >= self.deadline + self.within => {
+                    return Err(format!("{what}: {e}"));
+                }
+                Err(_) => tokio::time::sleep(POLL).await,
+            }
+        }
+    }
+
     async fn until(&self, what: &str, done: impl Fn(&JobStatus, &[Pod]) -> bool) -> Result<(), String> {
         loop {
-            let (status, pods) = self.look().await?;
+            let (status, pods) = self.retrying("looking", || self.look()).await?;
             let status = status.ok_or_else(|| format!("job gone while waiting for {what}"))?;
             if done(&status, &pods) {
                 return Ok(());
@@ -454,7 +716,7 @@ impl Driver<'_> {
                     .collect();
                 return Err(format!(
                     "no {what} after {}s; conditions {conditions:?}, pods {phases:?}",
-                    JOB_DEADLINE.as_secs()
+                    self.within.as_secs()
                 ));
             }
             tokio::time::sleep(POLL).await;
@@ -469,38 +731,43 @@ impl Driver<'_> {
                 && pods.iter().all(|p| pods::phase(p) == "Running")
         })
         .await?;
-        Ok(self.look().await?.1)
+        Ok(self.retrying("looking", || self.look()).await?.1)
     }
 
     /// Ends every running pod with exit code 0, as finished training would.
     async fn finish_all(&self) -> Result<(), String> {
-        for pod in self.look().await?.1 {
-            if pods::phase(&pod) == "Running" {
+        let (_, pods) = self.retrying("looking", || self.look()).await?;
+        for pod in pods.iter().filter(|p| pods::phase(p) == "Running") {
+            self.retrying("ending a pod", || async {
                 pods::finish(self.pods, &pod.name_any(), 0, 0)
                     .await
-                    .map_err(|e| e.to_string())?;
-            }
+                    .map_err(|e| e.to_string())
+            })
+            .await?;
         }
         Ok(())
     }
 
     async fn suspend(&self, suspend: bool) -> Result<(), String> {
         let patch = json!({ "spec": { "runPolicy": { "suspend": suspend } } });
-        self.jobs
-            .patch(self.name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .map(|_| ())
-            .map_err(|e| format!("setting suspend={suspend}: {e}"))
+        self.retrying(&format!("setting suspend={suspend}"), || async {
+            self.jobs
+                .patch(self.name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })
+        .await
     }
 
     /// Waits until the job and its pods are gone.
     async fn until_gone(&self) -> Result<(), String> {
         loop {
-            let (status, pods) = self.look().await?;
+            let (status, pods) = self.retrying("looking", || self.look()).await?;
             if status.is_none() && pods.is_empty() {
                 return Ok(());
             }
-            if Instant::now() >= self.deadline + JOB_DEADLINE {
+            if Instant::now() >= self.deadline + self.within {
                 return Err(format!("job or {} pods left after deletion", pods.len()));
             }
             tokio::time::sleep(POLL).await;

@@ -4,10 +4,28 @@
 //! reads only their metadata and status). This bounds the operator's memory per live job.
 use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::ResourceExt;
+use kube::api::{ApiResource, DynamicObject, TypeMeta};
 
 /// For every cached object: no `managedFields`.
 pub fn slim<K: ResourceExt>(object: &mut K) {
     object.managed_fields_mut().clear();
+}
+
+/// A cached object of an owned kind, typed: a list response names `apiVersion` and `kind` once
+/// for the list, not on each item, and the planner tells owned objects apart by their type. (An
+/// untyped object listed after an operator restart or a relist looked missing: the planner tried
+/// to create it again, and an MPIJob whose launcher Job finished meanwhile never succeeded.)
+pub fn slim_owned(kind: &ApiResource) -> impl Fn(&mut DynamicObject) + use<> {
+    let types = TypeMeta {
+        api_version: kind.api_version.clone(),
+        kind: kind.kind.clone(),
+    };
+    move |object| {
+        slim(object);
+        if object.types.is_none() {
+            object.types = Some(types.clone());
+        }
+    }
 }
 
 /// A cached pod: metadata and status.
@@ -25,6 +43,16 @@ pub fn slim_service(service: &mut Service) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn listed_owned_objects_get_their_type() {
+        let kind = ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&());
+        let mut listed: DynamicObject =
+            serde_json::from_value(serde_json::json!({ "metadata": { "name": "c" }, "data": {} })).unwrap();
+        assert!(listed.types.is_none(), "a list item carries no type");
+        slim_owned(&kind)(&mut listed);
+        assert!(crate::plan::is_kind(&listed, &kind));
+    }
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 
     #[test]

@@ -291,7 +291,7 @@ impl Manager {
                 };
                 let watch = watcher(api, watcher::Config::default().labels(&selector))
                     .default_backoff()
-                    .modify(crate::cache::slim);
+                    .modify(crate::cache::slim_owned(&kind));
                 route_children(watch, writer, router.clone())
             }));
         let pod_watch = route_children(

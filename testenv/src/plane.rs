@@ -172,6 +172,27 @@ impl ControlPlane {
         Ok(state)
     }
 
+    fn component(&mut self, name: &str) -> Result<&mut Component> {
+        self.components
+            .iter_mut()
+            .find(|c| c.name == name)
+            .ok_or_else(|| Error::Startup(format!("no component {name}")))
+    }
+
+    /// Restarts one component (`etcd`, `kube-apiserver`, ...) with its state kept, as a crash
+    /// and restart would, and waits until the API server is ready again.
+    pub async fn restart(&mut self, name: &str, timeout: Duration) -> Result<()> {
+        self.component(name)?.restart(Duration::from_secs(5))?;
+        tracing::info!(component = name, "restarted");
+        self.wait_ready(Instant::now() + timeout).await.map(|_| ())
+    }
+
+    /// Freezes (SIGSTOP) or thaws (SIGCONT) one component: an outage in which connections stay
+    /// open but nothing answers.
+    pub fn freeze(&mut self, name: &str, frozen: bool) -> Result<()> {
+        self.component(name)?.freeze(frozen)
+    }
+
     async fn wait_for_port(&mut self, what: &str, port: u16, deadline: Instant) -> Result<()> {
         self.wait_while(
             deadline,

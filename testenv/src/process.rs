@@ -15,6 +15,10 @@ pub(crate) struct Component {
     pub name: String,
     pub child: Child,
     pub log: PathBuf,
+    /// How it was started, to start it again the same way.
+    bin: PathBuf,
+    args: Vec<String>,
+    lifetime: Lifetime,
 }
 
 /// Whether a component should die with the process that started it (tests) or outlive it
@@ -33,7 +37,12 @@ pub(crate) fn spawn(
     lifetime: Lifetime,
 ) -> Result<Component> {
     let log = logs.join(format!("{name}.log"));
-    let out = File::create(&log).map_err(Error::io(&log))?;
+    // Appended to, so a restarted component's log keeps what it said before.
+    let out = File::options()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .map_err(Error::io(&log))?;
     let err = out.try_clone().map_err(Error::io(&log))?;
     let mut cmd = Command::new(bin);
     cmd.args(args).stdin(Stdio::null()).stdout(out).stderr(err);
@@ -49,6 +58,9 @@ pub(crate) fn spawn(
         name: name.to_owned(),
         child,
         log,
+        bin: bin.to_owned(),
+        args: args.to_owned(),
+        lifetime,
     })
 }
 
@@ -66,6 +78,25 @@ fn set_parent_death_signal(cmd: &mut Command) {
 }
 
 impl Component {
+    /// Stops the process (SIGTERM, SIGKILL after `grace`) and starts it again with the same
+    /// binary, arguments and log.
+    pub fn restart(&mut self, grace: Duration) -> Result<()> {
+        stop_pid(self.child.id(), grace);
+        let _ = self.child.wait();
+        let logs = self.log.parent().map(Path::to_owned).unwrap_or_default();
+        *self = spawn(&self.name, &self.bin, &self.args, &logs, self.lifetime)?;
+        Ok(())
+    }
+
+    /// Freezes (SIGSTOP) or thaws (SIGCONT) the process: a component that stops answering
+    /// without closing its connections.
+    pub fn freeze(&self, frozen: bool) -> Result<()> {
+        let pid = i32::try_from(self.child.id()).map_err(|e| Error::Startup(e.to_string()))?;
+        let signal = if frozen { Signal::SIGSTOP } else { Signal::SIGCONT };
+        kill(Pid::from_raw(pid), signal)
+            .map_err(|e| Error::Startup(format!("{signal} to {}: {e}", self.name)))
+    }
+
     /// Fails with the log tail if the component has already exited.
     pub fn check_alive(&mut self) -> Result<()> {
         match self.child.try_wait() {

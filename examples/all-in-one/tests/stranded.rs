@@ -60,6 +60,16 @@ async fn pods_gone(ns: &TestNamespace, job: &str) {
     .unwrap();
 }
 
+/// How many pods `scheme`'s sample job runs.
+fn pod_count(scheme: Scheme) -> usize {
+    let (_, mut sample) = samples::sample(scheme).unwrap();
+    samples::replica_specs_mut(&mut sample)
+        .unwrap()
+        .values()
+        .map(|s| s["replicas"].as_u64().unwrap_or(1) as usize)
+        .sum()
+}
+
 fn status(job: &DynamicObject) -> JobStatus {
     job.data
         .get("status")
@@ -99,13 +109,7 @@ async fn a_job_finishes_after_other_kinds_pods_were_deleted() {
         for (i, scheme) in others.iter().enumerate() {
             let other = format!("other-{round}-{i}");
             let api = create(&ns, *scheme, &other).await;
-            let (_, mut sample) = samples::sample(*scheme).unwrap();
-            let count = samples::replica_specs_mut(&mut sample)
-                .unwrap()
-                .values()
-                .map(|s| s["replicas"].as_u64().unwrap_or(1) as usize)
-                .sum();
-            running_pods(&ns, &other, count).await;
+            running_pods(&ns, &other, pod_count(*scheme)).await;
             // All its pods deleted in one request (as a namespace deletion does): a burst of
             // changes and deletions on the shared pod watch.
             let pod_api: Api<Pod> = ns.api();
@@ -139,5 +143,67 @@ async fn a_job_finishes_after_other_kinds_pods_were_deleted() {
             let job = pytorch.get(&name).await.unwrap();
             panic!("{error}; the job's status: {:?}", job.data.get("status"));
         }
+    }
+}
+
+/// An operator restart lists every cache afresh: an MPIJob whose launcher Job completed while no
+/// operator ran must succeed from what the new operator lists (list items carry no type, and an
+/// untyped launcher Job once looked missing, so the job stayed Running).
+#[tokio::test]
+async fn a_job_that_finished_while_the_operator_was_down_succeeds_after_its_restart() {
+    let env = TestEnv::shared().unwrap();
+    let all = schemes::parse(&[]).unwrap();
+    env.install_crds(all.iter().map(|s| kfop_operator::crds::of(*s)))
+        .await
+        .unwrap();
+    let ns = env.namespace("restarted").await.unwrap();
+    let start = || {
+        Operator::start_with(
+            ns.client(),
+            ns.name(),
+            |c| c.resync_period = Duration::from_secs(3600),
+            |m| kfop_operator::register(m, &all),
+        )
+    };
+    let operator = start();
+    let mpi = create(&ns, Scheme::MpiJob, "mpi-restart").await;
+    let pods = running_pods(&ns, "mpi-restart", pod_count(Scheme::MpiJob)).await;
+    operator.stop().await;
+
+    let pod_api: Api<Pod> = ns.api();
+    for pod in &pods {
+        pods::finish(&pod_api, &pod.name_any(), 0, 0).await.unwrap();
+    }
+    let launchers: Api<kfop_runtime::k8s_openapi::api::batch::v1::Job> = ns.api();
+    wait::until("the launcher Job complete", wait::default_timeout(), || {
+        let launchers = launchers.clone();
+        async move {
+            let job = launchers.get_opt("mpi-restart-launcher").await.ok().flatten();
+            let complete = job
+                .and_then(|j| j.status)
+                .and_then(|s| s.conditions)
+                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Complete" && c.status == "True"));
+            Ok(complete.then_some(()))
+        }
+    })
+    .await
+    .unwrap();
+
+    let _operator = start();
+    let succeeded = wait::until(
+        "MPIJob Succeeded after the restart",
+        Duration::from_secs(60),
+        || {
+            let mpi = mpi.clone();
+            async move {
+                let job = mpi.get("mpi-restart").await.ok();
+                Ok(job.filter(|j| status(j).is(JobConditionType::Succeeded)))
+            }
+        },
+    )
+    .await;
+    if let Err(error) = succeeded {
+        let job = mpi.get("mpi-restart").await.unwrap();
+        panic!("{error}; the job's status: {:?}", job.data.get("status"));
     }
 }

@@ -173,6 +173,9 @@ async fn reconcile_once<F: Framework>(job: &F::Job, ctx: &Context<F>) -> (Result
             tracing::debug!(
                 create_pods = plan.create_pods.len(),
                 delete_pods = plan.delete_pods.len(),
+                create_objects = ?plan.create_objects.iter().map(|o| o.object.name_any()).collect::<Vec<_>>(),
+                patch_objects = plan.patch_objects.len(),
+                delete_objects = plan.delete_objects.len(),
                 status = plan.status.is_some(),
                 requeue = ?plan.requeue_after,
                 "planned"
