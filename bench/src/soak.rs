@@ -97,6 +97,8 @@ pub struct SoakResults {
     pub rss_at_end_mb: f64,
     pub live_jobs_at_end: f64,
     pub peak_rss_mb: f64,
+    /// (seconds, RSS MB, live jobs) every 10 s, for the memory curve.
+    pub rss_curve: Vec<(f64, f64, usize)>,
     pub failures: Vec<String>,
 }
 
@@ -372,6 +374,17 @@ fn summarize_rss(results: &mut SoakResults, samples: &[Sample], lives: &[(f64, u
     results.rss_at_end_mb = mean_rss(end - window, end);
     results.live_jobs_at_end = mean_live(end - window, end);
     results.peak_rss_mb = samples.iter().map(|s| s.peak_rss_mb).fold(0.0, f64::max);
+    results.rss_curve = samples
+        .iter()
+        .step_by(10)
+        .map(|s| {
+            let live = lives
+                .iter()
+                .min_by(|a, b| (a.0 - s.t).abs().total_cmp(&(b.0 - s.t).abs()))
+                .map_or(0, |(_, n)| *n);
+            (s.t.round(), (s.rss_mb * 10.0).round() / 10.0, live)
+        })
+        .collect();
 }
 
 fn mean(values: impl Iterator<Item = f64>) -> f64 {
