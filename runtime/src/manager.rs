@@ -8,7 +8,6 @@ use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::api::{ApiResource, DynamicObject};
-use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
@@ -63,7 +62,7 @@ struct Shared {
     client: Client,
     config: ControllerConfig,
     metrics: Arc<Metrics>,
-    recorder: Recorder,
+    events: controller::EventWriter,
     pods: Store<Pod>,
     services: Store<Service>,
     priority_classes: Option<Store<PriorityClass>>,
@@ -119,7 +118,7 @@ impl Manager {
                     framework: Arc::new(framework),
                     config: shared.config,
                     metrics: shared.metrics,
-                    recorder: shared.recorder,
+                    events: shared.events,
                     pods: shared.pods,
                     services: shared.services,
                     objects,
@@ -203,7 +202,6 @@ impl Manager {
         };
         let (pods, pod_writer) = reflector::store::<Pod>();
         let (services, service_writer) = reflector::store::<Service>();
-        let reporter = Reporter::from(self.config.reporter.clone());
         // Under gang scheduling every job owns a PodGroup, and minResources weighs roles by
         // their PriorityClass.
         let gang_kind = self.config.controller.gang.pod_group_api_resource();
@@ -231,7 +229,7 @@ impl Manager {
             client: self.client.clone(),
             config: self.config.controller.clone(),
             metrics: self.metrics.clone(),
-            recorder: Recorder::new(self.client.clone(), reporter),
+            events: controller::EventWriter::new(self.client.clone(), &self.config.reporter),
             pods: pods.clone(),
             services: services.clone(),
             priority_classes,

@@ -3,7 +3,6 @@
 use futures::{StreamExt, stream};
 use k8s_openapi::api::core::v1::{ObjectReference, Pod, Service};
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions};
-use kube::runtime::events::{Event, EventType as KubeEventType};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 
@@ -364,33 +363,23 @@ where
 /// neither waits for them (one create each, the largest share of a job's API calls) nor fails
 /// on them.
 fn publish<J: TrainingJob>(ctx: &Context<impl Framework<Job = J>>, job: &J, events: Vec<JobEvent>) {
-    let events: Vec<Event> = events
+    let events: Vec<JobEvent> = events
         .into_iter()
         .filter(|e| ctx.config.child_events || !e.reason.starts_with("Successful"))
-        .map(|event| Event {
-            type_: match event.type_ {
-                EventType::Normal => KubeEventType::Normal,
-                EventType::Warning => KubeEventType::Warning,
-            },
-            action: event.reason.clone(),
-            reason: event.reason,
-            note: Some(event.message),
-            secondary: event.related,
-        })
         .collect();
     if events.is_empty() {
         return;
     }
-    let recorder = ctx.recorder.clone();
-    let reference = job.object_ref(&());
+    let writer = ctx.events.clone();
+    let regarding = job.object_ref(&());
     let parallelism = ctx.config.parallelism;
     tokio::spawn(async move {
         stream::iter(events)
             .for_each_concurrent(parallelism, |event| {
-                let (recorder, reference) = (&recorder, &reference);
+                let (writer, regarding) = (&writer, &regarding);
                 async move {
-                    if let Err(e) = recorder.publish(&event, reference).await {
-                        tracing::warn!(job = ?reference.name, error = %e, "could not publish event");
+                    if let Err(e) = writer.create(&event, regarding).await {
+                        tracing::warn!(job = ?regarding.name, error = %e, "could not publish event");
                     }
                 }
             })

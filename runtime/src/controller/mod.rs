@@ -1,6 +1,7 @@
 //! One framework's controller: watch its jobs, observe children from the shared caches, plan,
 //! apply. Built on `kube::runtime::Controller` (never the same job twice at once).
 mod apply;
+mod events;
 mod observe;
 mod per_job;
 mod resync;
@@ -18,12 +19,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::runtime::controller::{Action, Config as RuntimeConfig, Controller};
-use kube::runtime::events::Recorder;
 use kube::runtime::reflector::{self, ObjectRef, Store, reflector};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 
 pub use apply::apply;
+pub use events::EventWriter;
 pub use observe::{Deleted, observe};
 pub use per_job::PerJob;
 pub use resync::{Activity, CACHE_GRACE};
@@ -78,7 +79,7 @@ pub struct Context<F: Framework> {
     pub framework: Arc<F>,
     pub config: ControllerConfig,
     pub metrics: Arc<Metrics>,
-    pub recorder: Recorder,
+    pub events: EventWriter,
     pub pods: Store<Pod>,
     pub services: Store<Service>,
     /// Caches of the framework's other owned kinds ([`Framework::owned_kinds`]).
@@ -347,7 +348,6 @@ fn note_job_event<F: Framework>(ctx: &Context<F>, event: &Result<watcher::Event<
 mod tests {
     use futures::channel::mpsc::unbounded;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-    use kube::runtime::events::Reporter;
 
     use super::*;
     use crate::testing::{TestFramework, TestJob, job, replica};
@@ -363,7 +363,7 @@ mod tests {
             framework: Arc::new(TestFramework::default()),
             config: ControllerConfig::default(),
             metrics: Arc::new(Metrics::new()),
-            recorder: Recorder::new(client, Reporter::from("test".to_owned())),
+            events: EventWriter::new(client, "test"),
             pods: reflector::store().0,
             services: reflector::store().0,
             objects: Vec::new(),
