@@ -1,4 +1,4 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! Issue #11's regression: with every kind enabled, jobs of other kinds are created, run and
 //! deleted (their pods deleted by the garbage collector) while a PyTorchJob runs; its pods then
 //! finish and the job must reach Succeeded from the pod events alone. The resync period is an hour,
@@ -13,6 +13,28 @@ use kfop_runtime::kube::ResourceExt;
 use kfop_runtime::kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
 use kfop_runtime::testing::Operator;
 use kfop_testenv::{TestEnv, TestNamespace, pods, wait};
+
+/// A namespace on the shared plane with every bundled CRD installed.
+async fn namespace(prefix: &str) -> TestNamespace {
+    let env = TestEnv::shared().unwrap();
+    let all = schemes::parse(&[]).unwrap();
+    env.install_crds(all.iter().map(|s| kfop_operator::crds::of(*s)))
+        .await
+        .unwrap();
+    env.namespace(prefix).await.unwrap()
+}
+
+/// The all-in-one operator, every kind, watching `ns`; the resync period is an hour, so the
+/// safety net cannot hide a lost trigger.
+fn operator(ns: &TestNamespace) -> Operator {
+    let all = schemes::parse(&[]).unwrap();
+    Operator::start_with(
+        ns.client(),
+        ns.name(),
+        |c| c.resync_period = Duration::from_secs(3600),
+        move |m| kfop_operator::register(m, &all),
+    )
+}
 
 async fn create(ns: &TestNamespace, scheme: Scheme, name: &str) -> Api<DynamicObject> {
     let (_, mut job) = samples::sample(scheme).unwrap();
@@ -70,6 +92,26 @@ fn pod_count(scheme: Scheme) -> usize {
         .sum()
 }
 
+/// Waits a minute for `name` to succeed; fails with its status.
+async fn until_succeeded(api: &Api<DynamicObject>, name: &str, how: &str) {
+    let succeeded = wait::until(
+        &format!("{name} Succeeded {how}"),
+        Duration::from_secs(60),
+        || {
+            let api = api.clone();
+            async move {
+                let job = api.get(name).await.ok();
+                Ok(job.filter(|j| status(j).is(JobConditionType::Succeeded)))
+            }
+        },
+    )
+    .await;
+    if let Err(error) = succeeded {
+        let job = api.get(name).await.unwrap();
+        panic!("{error}; the job's status: {:?}", job.data.get("status"));
+    }
+}
+
 fn status(job: &DynamicObject) -> JobStatus {
     job.data
         .get("status")
@@ -80,18 +122,8 @@ fn status(job: &DynamicObject) -> JobStatus {
 
 #[tokio::test]
 async fn a_job_finishes_after_other_kinds_pods_were_deleted() {
-    let env = TestEnv::shared().unwrap();
-    let all = schemes::parse(&[]).unwrap();
-    env.install_crds(all.iter().map(|s| kfop_operator::crds::of(*s)))
-        .await
-        .unwrap();
-    let ns = env.namespace("stranded").await.unwrap();
-    let _operator = Operator::start_with(
-        ns.client(),
-        ns.name(),
-        |c| c.resync_period = Duration::from_secs(3600),
-        |m| kfop_operator::register(m, &all),
-    );
+    let ns = namespace("stranded").await;
+    let _operator = operator(&ns);
 
     let others = [
         Scheme::TfJob,
@@ -126,23 +158,7 @@ async fn a_job_finishes_after_other_kinds_pods_were_deleted() {
         for pod in &pt_pods {
             pods::finish(&pod_api, &pod.name_any(), 0, 0).await.unwrap();
         }
-        let finished = wait::until(
-            &format!("PyTorchJob {name} Succeeded from its pods' events"),
-            Duration::from_secs(60),
-            || {
-                let pytorch = pytorch.clone();
-                let name = name.clone();
-                async move {
-                    let job = pytorch.get(&name).await.ok();
-                    Ok(job.filter(|j| status(j).is(JobConditionType::Succeeded)))
-                }
-            },
-        )
-        .await;
-        if let Err(error) = finished {
-            let job = pytorch.get(&name).await.unwrap();
-            panic!("{error}; the job's status: {:?}", job.data.get("status"));
-        }
+        until_succeeded(&pytorch, &name, "from its pods' events").await;
     }
 }
 
@@ -151,24 +167,11 @@ async fn a_job_finishes_after_other_kinds_pods_were_deleted() {
 /// untyped launcher Job once looked missing, so the job stayed Running).
 #[tokio::test]
 async fn a_job_that_finished_while_the_operator_was_down_succeeds_after_its_restart() {
-    let env = TestEnv::shared().unwrap();
-    let all = schemes::parse(&[]).unwrap();
-    env.install_crds(all.iter().map(|s| kfop_operator::crds::of(*s)))
-        .await
-        .unwrap();
-    let ns = env.namespace("restarted").await.unwrap();
-    let start = || {
-        Operator::start_with(
-            ns.client(),
-            ns.name(),
-            |c| c.resync_period = Duration::from_secs(3600),
-            |m| kfop_operator::register(m, &all),
-        )
-    };
-    let operator = start();
+    let ns = namespace("restarted").await;
+    let first = operator(&ns);
     let mpi = create(&ns, Scheme::MpiJob, "mpi-restart").await;
     let pods = running_pods(&ns, "mpi-restart", pod_count(Scheme::MpiJob)).await;
-    operator.stop().await;
+    first.stop().await;
 
     let pod_api: Api<Pod> = ns.api();
     for pod in &pods {
@@ -189,21 +192,6 @@ async fn a_job_that_finished_while_the_operator_was_down_succeeds_after_its_rest
     .await
     .unwrap();
 
-    let _operator = start();
-    let succeeded = wait::until(
-        "MPIJob Succeeded after the restart",
-        Duration::from_secs(60),
-        || {
-            let mpi = mpi.clone();
-            async move {
-                let job = mpi.get("mpi-restart").await.ok();
-                Ok(job.filter(|j| status(j).is(JobConditionType::Succeeded)))
-            }
-        },
-    )
-    .await;
-    if let Err(error) = succeeded {
-        let job = mpi.get("mpi-restart").await.unwrap();
-        panic!("{error}; the job's status: {:?}", job.data.get("status"));
-    }
+    let _operator = operator(&ns);
+    until_succeeded(&mpi, "mpi-restart", "after the restart").await;
 }
