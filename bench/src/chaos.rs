@@ -1,8 +1,9 @@
 //! `kfop-bench --soak DURATION --chaos`: the soak's workload while faults are injected in turn —
 //! the operator SIGKILLed every 5 s and restarted at once, kube-apiserver restarted (same etcd),
-//! etcd restarted (data kept), and kube-apiserver frozen (SIGSTOP) for up to 30 s so the operator's
-//! connections hang. Each job is labelled with the fault running when it was created, so the
-//! results say per fault what converged.
+//! etcd restarted (data kept), kube-apiserver frozen (SIGSTOP) for up to 30 s so the operator's
+//! connections hang, and a leader failover: two `--leader-elect` replicas, the leader SIGKILLed.
+//! Each job is labelled with the fault running when it was created, so the results say per fault
+//! what converged.
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -18,13 +19,21 @@ const KILL_EVERY: Duration = Duration::from_secs(5);
 const MAX_OUTAGE: Duration = Duration::from_secs(30);
 
 /// The faults, in the order they run, each from its fraction of the run on.
-const SCHEDULE: [(f64, Fault); 5] = [
+const SCHEDULE: [(f64, Fault); 6] = [
     (0.0, Fault::OperatorKills),
-    (0.3, Fault::ApiServerRestart),
-    (0.45, Fault::EtcdRestart),
-    (0.6, Fault::ApiServerOutage),
-    (0.8, Fault::Calm),
+    (0.25, Fault::ApiServerRestart),
+    (0.4, Fault::EtcdRestart),
+    (0.5, Fault::ApiServerOutage),
+    (0.65, Fault::LeaderFailover),
+    (0.85, Fault::Calm),
 ];
+
+/// The replicas' Lease, and how long it lasts (the operator's `--leader-elect` lease).
+const LEASE: &str = "kfop-chaos";
+const LEASE_SECONDS: f64 = 15.0;
+/// The slowest failover accepted: the lease expires at most its duration after the leader's last
+/// renewal, and the standby must then notice and take it.
+pub const MAX_FAILOVER_SECONDS: f64 = LEASE_SECONDS + 5.0;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub enum Fault {
@@ -32,6 +41,7 @@ pub enum Fault {
     ApiServerRestart,
     EtcdRestart,
     ApiServerOutage,
+    LeaderFailover,
     Calm,
 }
 
@@ -58,6 +68,8 @@ pub struct Injected {
     /// API requests per second the operator sent while the API server was frozen (it must back
     /// off, not spin).
     pub outage_requests_per_second: f64,
+    /// Seconds from SIGKILL of the leader to the standby's first write (the lease lasts 15 s).
+    pub failover_seconds: f64,
     /// Resync passes and found work summed over every operator process of the run.
     pub resyncs: f64,
     pub resync_found_work: f64,
@@ -79,6 +91,17 @@ impl Operators {
         next.wait_ready(Duration::from_secs(120)).await?;
         self.current = Some(next);
         Ok(started.elapsed().as_secs_f64())
+    }
+
+    /// A replica holding (or waiting for) the chaos Lease.
+    async fn replica(&self, plane: &ControlPlane, identity: &str, namespace: &str) -> Result<Operator> {
+        let mut flags = self.flags.clone();
+        flags.extend([
+            "--leader-elect".to_owned(),
+            format!("--leader-election-id={LEASE}"),
+            format!("--leader-election-namespace={namespace}"),
+        ]);
+        Operator::spawn_as(&self.bin, plane.kubeconfig(), &flags, &self.log, Some(identity)).await
     }
 
     /// Adds the current process's resync counters to `into`.
@@ -111,12 +134,26 @@ impl Operators {
     }
 }
 
-/// Runs the fault schedule over `duration` from `start`.
+/// Writes a process sent, but for its Lease and its events: what a leader does and a standby
+/// does not.
+async fn writes(operator: &Operator) -> f64 {
+    operator.scrape().await.map_or(0.0, |m| {
+        operator::sum(&m, "kfop_client_requests_total", |l| {
+            matches!(
+                l.get("verb").map(String::as_str),
+                Some("create" | "patch" | "update" | "delete")
+            ) && !matches!(l.get("resource").map(String::as_str), Some("leases" | "events"))
+        })
+    })
+}
+
+/// Runs the fault schedule over `duration` from `start`; the replicas' Lease lives in `namespace`.
 pub async fn inject(
     plane: &mut ControlPlane,
     operators: &mut Operators,
     start: Instant,
     duration: Duration,
+    namespace: &str,
 ) -> Result<Injected> {
     let mut done = Injected::default();
     let from = |fault: Fault| {
@@ -165,6 +202,31 @@ pub async fn inject(
     plane.freeze("kube-apiserver", false)?;
     done.outage_seconds = outage.as_secs_f64();
     done.outage_requests_per_second = during / outage.as_secs_f64().max(1.0);
+
+    // Two replicas under leader election in place of the single operator; the leader dies.
+    tokio::time::sleep_until(from(Fault::LeaderFailover).into()).await;
+    operators.count(&mut done).await;
+    if let Some(single) = operators.current.take() {
+        single.stop(Duration::from_secs(10)).await?;
+    }
+    let mut leader = operators.replica(plane, "replica-a", namespace).await?;
+    leader.wait_ready(Duration::from_secs(120)).await?;
+    let standby = operators.replica(plane, "replica-b", namespace).await?;
+    // The standby must be waiting, not leading, before the leader goes.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let before = writes(&standby).await;
+    let killed = Instant::now();
+    operators.current = Some(leader);
+    operators.count(&mut done).await;
+    if let Some(leader) = operators.current.take() {
+        leader.kill().await;
+    }
+    let deadline = killed + Duration::from_secs_f64(LEASE_SECONDS * 4.0);
+    while writes(&standby).await <= before && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    done.failover_seconds = killed.elapsed().as_secs_f64();
+    operators.current = Some(standby);
     Ok(done)
 }
 
@@ -177,10 +239,11 @@ mod tests {
         let d = Duration::from_secs(100);
         let f = |s: u64| fault_at(Duration::from_secs(s), d);
         assert_eq!(f(0), Fault::OperatorKills);
-        assert_eq!(f(29), Fault::OperatorKills);
-        assert_eq!(f(30), Fault::ApiServerRestart);
-        assert_eq!(f(50), Fault::EtcdRestart);
-        assert_eq!(f(70), Fault::ApiServerOutage);
+        assert_eq!(f(24), Fault::OperatorKills);
+        assert_eq!(f(25), Fault::ApiServerRestart);
+        assert_eq!(f(45), Fault::EtcdRestart);
+        assert_eq!(f(60), Fault::ApiServerOutage);
+        assert_eq!(f(70), Fault::LeaderFailover);
         assert_eq!(f(90), Fault::Calm);
         assert_eq!(f(500), Fault::Calm);
     }

@@ -51,6 +51,17 @@ impl Operator {
     /// Starts `bin` against `kubeconfig` with `args`, logging to `log`; serves metrics on a free
     /// loopback port.
     pub async fn spawn(bin: &Path, kubeconfig: &Path, args: &[String], log: &Path) -> Result<Self> {
+        Self::spawn_as(bin, kubeconfig, args, log, None).await
+    }
+
+    /// [`Operator::spawn`] as the replica `identity` (its leader-election identity, `MY_POD_NAME`).
+    pub async fn spawn_as(
+        bin: &Path,
+        kubeconfig: &Path,
+        args: &[String],
+        log: &Path,
+        identity: Option<&str>,
+    ) -> Result<Self> {
         let metrics_addr = free_addr()?;
         // Appended to: a restarted operator (chaos) keeps writing to the same log.
         let log_file = std::fs::File::options()
@@ -60,6 +71,9 @@ impl Operator {
             .map_err(|e| Error::io(log, e))?;
         let err_file = log_file.try_clone().map_err(|e| Error::io(log, e))?;
         let mut command = Command::new(bin);
+        if let Some(identity) = identity {
+            command.env("MY_POD_NAME", identity);
+        }
         command
             .args(args)
             .arg(format!("--metrics-bind-address={metrics_addr}"))

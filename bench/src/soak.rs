@@ -143,7 +143,7 @@ pub async fn run(args: &Args, duration: Duration) -> Result<SoakResults> {
     let (drivers, injected) = if args.chaos {
         let (drivers, injected) = tokio::join!(
             workload,
-            chaos::inject(&mut plane, &mut operators, start, duration)
+            chaos::inject(&mut plane, &mut operators, start, duration, NAMESPACE)
         );
         (drivers, Some(injected?))
     } else {
@@ -410,6 +410,15 @@ fn check(results: &mut SoakResults, duration: Duration) {
             .failures
             .push(format!("{} objects outlived their jobs", results.orphans.len()));
     }
+    if let Some(injected) = &results.injected
+        && !(injected.failover_seconds > 0.0 && injected.failover_seconds <= chaos::MAX_FAILOVER_SECONDS)
+    {
+        results.failures.push(format!(
+            "leader failover took {:.1} s (at most {} s)",
+            injected.failover_seconds,
+            chaos::MAX_FAILOVER_SECONDS
+        ));
+    }
     if results.resync_found_work > 0.0 {
         results.failures.push(format!(
             "resyncs found work {} times (watch events were lost)",
@@ -461,13 +470,15 @@ pub fn markdown(r: &SoakResults) -> String {
             text.push_str(&format!(
                 "| operator kills; slowest restart to ready (s) | {}; {:.1} |\n\
                  | kube-apiserver restart to ready (s) | {:.1} |\n| etcd restart to ready (s) | {:.1} |\n\
-                 | API server frozen (s); operator requests/s meanwhile | {:.0}; {:.2} |\n",
+                 | API server frozen (s); operator requests/s meanwhile | {:.0}; {:.2} |\n\
+                 | leader SIGKILLed to the standby's first write (s; lease 15 s) | {:.1} |\n",
                 i.operator_kills,
                 i.max_operator_ready_seconds,
                 i.apiserver_restart_seconds,
                 i.etcd_restart_seconds,
                 i.outage_seconds,
                 i.outage_requests_per_second,
+                i.failover_seconds,
             ));
         }
     } else {

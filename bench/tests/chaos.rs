@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! Issue #12's chaos smoke in the test suite: the soak's mixed work for 100 s while the operator
 //! is SIGKILLed every 5 s and restarted, kube-apiserver and etcd are restarted and the API server
-//! is frozen; `kfop-bench --soak --chaos` fails unless every job still reaches its expected end
+//! is frozen, then the leader of two `--leader-elect` replicas is killed; `kfop-bench --soak --chaos` fails unless every job still reaches its expected end
 //! with no pod made twice for one replica, no orphan and no lost event. This test checks its
 //! verdict and that every fault really ran.
 mod support;
@@ -50,7 +50,7 @@ fn faults_strand_double_and_orphan_nothing() {
     assert_eq!(json["orphans"].as_array().map(Vec::len), Some(0), "{report}");
     assert_eq!(json["resync_found_work"].as_f64(), Some(0.0), "{report}");
     let injected = &json["injected"];
-    assert!(injected["operator_kills"].as_u64().unwrap() >= 4, "{report}");
+    assert!(injected["operator_kills"].as_u64().unwrap() >= 3, "{report}");
     for restart in [
         "apiserver_restart_seconds",
         "etcd_restart_seconds",
