@@ -139,7 +139,8 @@ pub async fn run(args: &Args, duration: Duration) -> Result<SoakResults> {
         JOB_DEADLINE
     };
 
-    let workload = submit(&client, args.rate, start, duration, deadline, live);
+    let faults = args.chaos.then_some(duration);
+    let workload = submit(&client, args.rate, start, duration, faults, deadline, live);
     let (drivers, injected) = if args.chaos {
         let (drivers, injected) = tokio::join!(
             workload,
@@ -223,12 +224,14 @@ struct JobEnd {
     outcome: Result<(), String>,
 }
 
-/// Submits a job every `1/rate` s until `duration` has passed; each runs in its own driver.
+/// Submits a job every `1/rate` s until `duration` has passed; each runs in its own driver and is
+/// tallied under the fault of a chaos run lasting `faults`, if any.
 async fn submit(
     client: &Client,
     rate: f64,
     start: Instant,
     duration: Duration,
+    faults: Option<Duration>,
     deadline: Duration,
     live: Arc<AtomicUsize>,
 ) -> Vec<tokio::task::JoinHandle<JobEnd>> {
@@ -245,7 +248,7 @@ async fn submit(
             Scenario::Restart if kind == Scheme::MpiJob => Scenario::Succeed,
             scenario => scenario,
         };
-        let fault = chaos::fault_at(start.elapsed(), duration);
+        let fault = faults.map_or(Fault::Calm, |run| chaos::fault_at(start.elapsed(), run));
         let name = format!("soak-{n}");
         let (client, live) = (client.clone(), live.clone());
         live.fetch_add(1, Ordering::Relaxed);
