@@ -99,11 +99,8 @@ mod tests {
     use super::*;
 
     fn writer() -> EventWriter {
-        let service = tower::service_fn(|_: http::Request<kube::client::Body>| async {
-            Ok::<_, std::convert::Infallible>(http::Response::new(kube::client::Body::empty()))
-        });
         EventWriter {
-            client: Client::new(service, "default"),
+            client: crate::testing::offline_client(),
             controller: "pytorchjob-controller".into(),
             instance: "op-0".into(),
         }

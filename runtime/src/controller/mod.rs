@@ -132,13 +132,6 @@ fn plan_job<F: Framework>(ctx: &Context<F>, job: &F::Job) -> Result<crate::plan:
     })
 }
 
-fn owner_of(job: &impl ResourceExt) -> Owner {
-    Owner {
-        namespace: job.namespace(),
-        name: job.name_any(),
-    }
-}
-
 #[tracing::instrument(
     name = "reconcile",
     skip_all,
@@ -149,7 +142,7 @@ fn owner_of(job: &impl ResourceExt) -> Owner {
     )
 )]
 async fn reconcile<F: Framework>(job: Arc<F::Job>, ctx: Arc<Context<F>>) -> Result<Action> {
-    let owner = owner_of(job.as_ref());
+    let owner = Owner::of(job.as_ref());
     ctx.activity.started(&owner, Instant::now());
     let (result, requeue) = reconcile_once(job.as_ref(), &ctx).await;
     ctx.activity.finished(
@@ -221,7 +214,7 @@ fn resync_once<F: Framework>(
 ) {
     let live = jobs.state();
     let uids: HashSet<String> = live.iter().filter_map(|j| j.uid()).collect();
-    let owners: HashSet<Owner> = live.iter().map(|j| owner_of(j.as_ref())).collect();
+    let owners: HashSet<Owner> = live.iter().map(|j| Owner::of(j.as_ref())).collect();
     ctx.written.retain(&uids);
     ctx.deleted.retain(&uids);
     ctx.activity.retain(&owners);
@@ -242,7 +235,7 @@ fn resync_once<F: Framework>(
             continue;
         }
         pending += 1;
-        let owner = owner_of(job.as_ref());
+        let owner = Owner::of(job.as_ref());
         if ctx.activity.overdue(&owner, Instant::now()) {
             ctx.metrics.resync_found_work(controller);
             tracing::warn!(
@@ -332,13 +325,13 @@ pub async fn run<F: Framework>(
 fn note_job_event<F: Framework>(ctx: &Context<F>, event: &Result<watcher::Event<F::Job>, watcher::Error>) {
     match event {
         Ok(watcher::Event::Apply(job) | watcher::Event::InitApply(job)) => {
-            ctx.activity.triggered(&owner_of(job), Instant::now());
+            ctx.activity.triggered(&Owner::of(job), Instant::now());
         }
         Ok(watcher::Event::Delete(job)) => {
             let uid = job.uid().unwrap_or_default();
             ctx.written.forget(&uid);
             ctx.deleted.forget(&uid);
-            ctx.activity.forget(&owner_of(job));
+            ctx.activity.forget(&Owner::of(job));
         }
         _ => {}
     }
@@ -352,12 +345,9 @@ mod tests {
     use super::*;
     use crate::testing::{TestFramework, TestJob, job, replica};
 
-    /// A context whose client answers every request with an empty 200 (a resync sends none).
+    /// A context whose client never reaches a server (a resync sends no request).
     fn context() -> Context<TestFramework> {
-        let service = tower::service_fn(|_: http::Request<kube::client::Body>| async {
-            Ok::<_, std::convert::Infallible>(http::Response::new(kube::client::Body::empty()))
-        });
-        let client = Client::new(service, "default");
+        let client = crate::testing::offline_client();
         Context {
             client: client.clone(),
             framework: Arc::new(TestFramework::default()),
@@ -400,7 +390,7 @@ mod tests {
             writer.apply_watcher_event(&watcher::Event::Apply(j));
         }
         let (tx, mut rx) = unbounded();
-        let fresh = owner_of(&test_job("fresh"));
+        let fresh = Owner::of(&test_job("fresh"));
 
         // Never reconciled: the controller owes it a reconcile anyway, so it is not a lost event.
         resync_once(&ctx, &jobs, &tx);
@@ -419,7 +409,7 @@ mod tests {
         // A gone job's state is dropped.
         ctx.written.record("uid-gone", Some("7"));
         ctx.activity
-            .triggered(&owner_of(&test_job("gone")), Instant::now());
+            .triggered(&Owner::of(&test_job("gone")), Instant::now());
         resync_once(&ctx, &jobs, &tx);
         assert!(ctx.written.is_empty());
         assert_eq!(ctx.activity.len(), 1);

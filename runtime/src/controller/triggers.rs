@@ -19,6 +19,14 @@ pub struct Owner {
 }
 
 impl Owner {
+    /// The job itself, as its children's events name it.
+    pub fn of(job: &impl kube::ResourceExt) -> Self {
+        Self {
+            namespace: job.namespace(),
+            name: job.name_any(),
+        }
+    }
+
     /// The job that controls the child with `meta`, if it is of `api_version`/`kind`.
     pub fn controlling(meta: &ObjectMeta, api_version: &str, kind: &str) -> Option<Self> {
         let owner = meta
