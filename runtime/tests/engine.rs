@@ -202,9 +202,17 @@ async fn resources_have_kubeflow_names_labels_and_owners_and_the_job_succeeds() 
         created.uid().unwrap()
     );
 
-    let status = f.wait_condition("tj", C::Running).await;
-    assert_eq!(status.replica_statuses["Worker"].active, 3);
-    assert_eq!(status.replica_statuses["Master"].active, 1);
+    // Running is set as soon as the master runs; the counts follow as the operator's cache
+    // sees the other pods run.
+    f.wait_condition("tj", C::Running).await;
+    let active = |s: &JobStatus, role: &str| s.replica_statuses.get(role).map(|r| r.active);
+    wait::until("1 master and 3 workers active", timeout(), || async {
+        let status = f.status("tj").await;
+        Ok((active(&status, "Master") == Some(1) && active(&status, "Worker") == Some(3))
+            .then_some(()))
+    })
+    .await
+    .unwrap();
 
     pods::finish(&f.pods, "tj-master-0", 0, 0).await.unwrap();
     let status = f.wait_condition("tj", C::Succeeded).await;

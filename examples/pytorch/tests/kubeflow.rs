@@ -289,11 +289,12 @@ async fn queue_is_immutable() {
     let policy = json!({ "runPolicy": { "schedulingPolicy": { "queue": "q1" } } });
     f.create(new_job(&[("Master", ported(1)), ("Worker", ported(1))], policy))
         .await;
-    let mut job = f.jobs.get(JOB).await.unwrap();
-    job.spec.run_policy.scheduling_policy.as_mut().unwrap().queue = Some("q2".into());
+    // A merge patch carries no resourceVersion, so the operator's own writes cannot turn the
+    // rejection into a 409 conflict.
+    let change = json!({ "spec": { "runPolicy": { "schedulingPolicy": { "queue": "q2" } } } });
     let err = f
         .jobs
-        .replace(JOB, &PostParams::default(), &job)
+        .patch(JOB, &PatchParams::default(), &Patch::Merge(change))
         .await
         .expect_err("queue changed");
     let message = err.to_string();
