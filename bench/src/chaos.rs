@@ -73,11 +73,16 @@ pub struct Injected {
     /// Resync passes and found work summed over every operator process of the run.
     pub resyncs: f64,
     pub resync_found_work: f64,
+    /// Responses 403 to the operator, which runs as its ServiceAccount: a permission missing from
+    /// its ClusterRole.
+    pub forbidden_responses: f64,
 }
 
 /// The operator processes of a run: one at a time, restarted as the faults demand.
 pub struct Operators {
     pub bin: PathBuf,
+    /// Who the operator is: a kubeconfig acting as its ServiceAccount.
+    pub kubeconfig: PathBuf,
     pub flags: Vec<String>,
     pub log: PathBuf,
     pub current: Option<Operator>,
@@ -85,32 +90,35 @@ pub struct Operators {
 
 impl Operators {
     /// Starts a new process and waits until it is ready; returns how long that took (s).
-    pub async fn start(&mut self, plane: &ControlPlane) -> Result<f64> {
+    pub async fn start(&mut self) -> Result<f64> {
         let started = Instant::now();
-        let mut next = Operator::spawn(&self.bin, plane.kubeconfig(), &self.flags, &self.log).await?;
+        let mut next = Operator::spawn(&self.bin, &self.kubeconfig, &self.flags, &self.log).await?;
         next.wait_ready(Duration::from_secs(120)).await?;
         self.current = Some(next);
         Ok(started.elapsed().as_secs_f64())
     }
 
     /// A replica holding (or waiting for) the chaos Lease.
-    async fn replica(&self, plane: &ControlPlane, identity: &str, namespace: &str) -> Result<Operator> {
+    async fn replica(&self, identity: &str, namespace: &str) -> Result<Operator> {
         let mut flags = self.flags.clone();
         flags.extend([
             "--leader-elect".to_owned(),
             format!("--leader-election-id={LEASE}"),
             format!("--leader-election-namespace={namespace}"),
         ]);
-        Operator::spawn_as(&self.bin, plane.kubeconfig(), &flags, &self.log, Some(identity)).await
+        Operator::spawn_as(&self.bin, &self.kubeconfig, &flags, &self.log, Some(identity)).await
     }
 
-    /// Adds the current process's resync counters to `into`.
+    /// Adds the current process's resync and forbidden counters to `into`.
     pub async fn count(&self, into: &mut Injected) {
         if let Some(current) = &self.current
             && let Ok(metrics) = current.scrape().await
         {
             into.resyncs += operator::sum(&metrics, "kfop_resyncs_total", |_| true);
             into.resync_found_work += operator::sum(&metrics, "kfop_resync_found_work_total", |_| true);
+            into.forbidden_responses += operator::sum(&metrics, "kfop_client_requests_total", |l| {
+                l.get("code").is_some_and(|c| c == "403")
+            });
         }
     }
 
@@ -179,7 +187,7 @@ pub async fn inject(
             current.kill().await;
         }
         done.operator_kills += 1;
-        let ready = operators.start(plane).await?;
+        let ready = operators.start().await?;
         done.max_operator_ready_seconds = done.max_operator_ready_seconds.max(ready);
     }
 
@@ -209,9 +217,9 @@ pub async fn inject(
     if let Some(single) = operators.current.take() {
         single.stop(Duration::from_secs(10)).await?;
     }
-    let mut leader = operators.replica(plane, "replica-a", namespace).await?;
+    let mut leader = operators.replica("replica-a", namespace).await?;
     leader.wait_ready(Duration::from_secs(120)).await?;
-    let standby = operators.replica(plane, "replica-b", namespace).await?;
+    let standby = operators.replica("replica-b", namespace).await?;
     // The standby must be waiting, not leading, before the leader goes.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let before = writes(&standby).await;

@@ -70,6 +70,10 @@ pub struct Args {
     /// restarts, a frozen API server) and check that nothing strands, doubles or is orphaned
     #[arg(long, requires = "soak")]
     pub chaos: bool,
+    /// With --soak: also submit this many PyTorchJobs (1 master + 3 workers) all at once when it
+    /// starts, each of which must succeed, stay succeeded and count its replicas right
+    #[arg(long, default_value_t = 0, requires = "soak")]
+    pub burst_jobs: usize,
     /// The operator's --resync-period during a soak
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     pub soak_resync: Duration,

@@ -9,15 +9,18 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+mod burst;
 mod ceiling;
 mod chaos;
 mod cli;
 mod error;
+mod identity;
 mod observe;
 mod operator;
 mod plot;
 mod report;
 mod results;
+mod retry;
 mod run;
 mod sample;
 mod soak;

@@ -72,10 +72,9 @@ impl Observed {
                 while let Some(event) = stream.next().await {
                     match event {
                         Ok(Event::Apply(job) | Event::InitApply(job)) => {
-                            if succeeded(&job) {
-                                let at = observed.now();
-                                observed.with(|t| t.succeeded(&job.name_any(), at));
-                            }
+                            let at = observed.now();
+                            let (done, running) = (succeeded(&job), condition(&job, "Running"));
+                            observed.with(|t| t.job_seen(&job.name_any(), done, running, at));
                         }
                         Ok(_) => {}
                         Err(error) => tracing::warn!(%error, "job watch"),
@@ -126,12 +125,17 @@ impl Observed {
 
 /// Whether a Kubeflow job has condition Succeeded=True.
 pub fn succeeded(job: &DynamicObject) -> bool {
+    condition(job, "Succeeded")
+}
+
+/// Whether a Kubeflow job has condition `type_` with status True.
+pub fn condition(job: &DynamicObject, type_: &str) -> bool {
     job.data
         .pointer("/status/conditions")
         .and_then(|c| c.as_array())
         .is_some_and(|conditions| {
             conditions.iter().any(|c| {
-                c.get("type").and_then(|t| t.as_str()) == Some("Succeeded")
+                c.get("type").and_then(|t| t.as_str()) == Some(type_)
                     && c.get("status").and_then(|s| s.as_str()) == Some("True")
             })
         })

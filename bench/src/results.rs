@@ -197,7 +197,7 @@ mod tests {
             let job = format!("j{i}");
             t.submitted(&job, *sub);
             t.pod(&job, &format!("{job}-0"), PodProgress::Ran, *pod);
-            t.succeeded(&job, *ok);
+            t.job_seen(&job, true, false, *ok);
         }
         let phase = Phase::from_timeline("operator", t, true);
         assert_eq!(phase.jobs, 3);

@@ -22,10 +22,13 @@ use kube::{Client, ResourceExt};
 use serde::Serialize;
 use serde_json::json;
 
+use crate::burst;
 use crate::chaos::{self, Fault, Operators};
 use crate::cli::Args;
 use crate::error::{Error, Result};
+use crate::identity;
 use crate::operator;
+use crate::retry;
 use crate::sample::{Sample, Sampler};
 
 const NAMESPACE: &str = "soak";
@@ -90,8 +93,13 @@ pub struct SoakResults {
     /// Pods, services and owned objects left after every job was deleted.
     pub orphans: Vec<String>,
     pub injected: Option<chaos::Injected>,
+    /// The PyTorchJobs of `--burst-jobs`, submitted at once at the start (not in `jobs` and the tables
+    /// above, which are the mixed work's).
+    pub burst: Option<burst::BurstResults>,
     pub resyncs: f64,
     pub resync_found_work: f64,
+    /// 403 responses to the operator, which runs as its ServiceAccount (least privilege).
+    pub forbidden_responses: f64,
     pub rss_after_first_minute_mb: f64,
     pub live_jobs_after_first_minute: f64,
     pub rss_at_end_mb: f64,
@@ -119,11 +127,12 @@ pub async fn run(args: &Args, duration: Duration) -> Result<SoakResults> {
     flags.extend(args.operator_args.iter().cloned());
     let mut operators = Operators {
         bin: operator::locate(args.operator_bin.as_deref())?,
+        kubeconfig: identity::service_account(&plane, &client).await?,
         flags,
         log: args.results.join("operator-soak.log"),
         current: None,
     };
-    operators.start(&plane).await?;
+    operators.start().await?;
     let start = Instant::now();
     // Under chaos the process changes; its memory is not what is measured then.
     let sampler = match (&operators.current, args.chaos) {
@@ -141,14 +150,26 @@ pub async fn run(args: &Args, duration: Duration) -> Result<SoakResults> {
 
     let faults = args.chaos.then_some(duration);
     let workload = submit(&client, args.rate, start, duration, faults, deadline, live);
-    let (drivers, injected) = if args.chaos {
-        let (drivers, injected) = tokio::join!(
+    let burst = async {
+        if args.burst_jobs == 0 {
+            return Ok(None);
+        }
+        let within = duration + deadline;
+        let parallelism = args.submit_parallelism;
+        burst::run(&client, NAMESPACE, args.burst_jobs, parallelism, TRAIN, within)
+            .await
+            .map(Some)
+    };
+    let (drivers, injected, burst) = if args.chaos {
+        let (drivers, injected, burst) = tokio::join!(
             workload,
-            chaos::inject(&mut plane, &mut operators, start, duration, NAMESPACE)
+            chaos::inject(&mut plane, &mut operators, start, duration, NAMESPACE),
+            burst
         );
-        (drivers, Some(injected?))
+        (drivers, Some(injected?), burst?)
     } else {
-        (workload.await, None)
+        let (drivers, burst) = tokio::join!(workload, burst);
+        (drivers, None, burst?)
     };
     let submitting = start.elapsed();
     let mut results = SoakResults {
@@ -191,12 +212,22 @@ pub async fn run(args: &Args, duration: Duration) -> Result<SoakResults> {
             .iter()
             .filter(|s| s.starts_with("driver"))
             .count();
+    // The burst's pods are never replaced either.
+    if let Some(burst) = &burst {
+        scenarios.extend(
+            burst::names(burst.jobs)
+                .into_iter()
+                .map(|n| (n, Scenario::Succeed)),
+        );
+    }
+    results.burst = burst;
     results.duplicate_pods = pods.duplicates(&scenarios);
     results.orphans = orphans(&client).await;
     let mut counted = injected.unwrap_or_default();
     operators.finish(&mut counted).await?;
     results.resyncs = counted.resyncs;
     results.resync_found_work = counted.resync_found_work;
+    results.forbidden_responses = counted.forbidden_responses;
     results.injected = args.chaos.then_some(counted);
     let lives = live_samples.stop();
     if let Some(sampler) = sampler {
@@ -209,7 +240,7 @@ pub async fn run(args: &Args, duration: Duration) -> Result<SoakResults> {
         Ok(results)
     } else {
         Err(Error::Phase {
-            phase: if args.chaos { "chaos" } else { "soak" }.into(),
+            phase: mode(args.chaos).into(),
             message: results.failures.join("; "),
         })
     }
@@ -422,10 +453,32 @@ fn check(results: &mut SoakResults, duration: Duration) {
             chaos::MAX_FAILOVER_SECONDS
         ));
     }
+    if let Some(burst) = &results.burst {
+        for (what, jobs) in [
+            ("did not succeed", &burst.stranded),
+            ("left Succeeded", &burst.regressed),
+            ("counted their replicas wrong", &burst.wrong_counts),
+            ("were not deleted", &burst.not_deleted),
+        ] {
+            if !jobs.is_empty() {
+                results.failures.push(format!(
+                    "{} of the burst's {} jobs {what}",
+                    jobs.len(),
+                    burst.jobs
+                ));
+            }
+        }
+    }
     if results.resync_found_work > 0.0 {
         results.failures.push(format!(
             "resyncs found work {} times (watch events were lost)",
             results.resync_found_work
+        ));
+    }
+    if results.forbidden_responses > 0.0 {
+        results.failures.push(format!(
+            "the operator got {} forbidden responses as its ServiceAccount (its ClusterRole lacks a permission)",
+            results.forbidden_responses
         ));
     }
     if results.resyncs < 1.0 && duration.as_secs_f64() > results.resync_period_seconds {
@@ -441,10 +494,16 @@ fn check(results: &mut SoakResults, duration: Duration) {
     }
 }
 
+fn mode(chaos: bool) -> &'static str {
+    if chaos { "chaos" } else { "soak" }
+}
+
+/// Writes `soak.json` and `soak.md` (`chaos.*` under chaos) into `dir`.
 fn write(results: &SoakResults, dir: &Path) -> Result<()> {
-    let path = dir.join("soak.json");
+    let stem = mode(results.chaos);
+    let path = dir.join(format!("{stem}.json"));
     std::fs::write(&path, serde_json::to_string_pretty(results)?).map_err(|e| Error::io(&path, e))?;
-    let path = dir.join("soak.md");
+    let path = dir.join(format!("{stem}.md"));
     std::fs::write(&path, markdown(results)).map_err(|e| Error::io(&path, e))
 }
 
@@ -455,8 +514,9 @@ pub fn markdown(r: &SoakResults) -> String {
          | duration (s) | {:.0} |\n| rate (jobs/s) | {} |\n| resync period (s) | {:.0} |\n\
          | jobs (7 kinds x 5 scenarios) | {} |\n| converged | {} |\n| stranded | {} |\n\
          | pods created twice for one replica | {} |\n| orphans after deletion | {} |\n\
-         | resyncs / found work | {:.0} / {:.0} |\n",
-        if r.chaos { "chaos" } else { "soak" },
+         | resyncs / found work | {:.0} / {:.0} |\n\
+         | forbidden responses (operator as its ServiceAccount) | {:.0} |\n",
+        mode(r.chaos),
         r.duration_seconds,
         r.rate,
         r.resync_period_seconds,
@@ -467,6 +527,7 @@ pub fn markdown(r: &SoakResults) -> String {
         r.orphans.len(),
         r.resyncs,
         r.resync_found_work,
+        r.forbidden_responses,
     );
     if r.chaos {
         if let Some(i) = &r.injected {
@@ -493,6 +554,24 @@ pub fn markdown(r: &SoakResults) -> String {
             r.rss_at_end_mb,
             r.live_jobs_at_end,
             r.peak_rss_mb,
+        ));
+    }
+    if let Some(b) = &r.burst {
+        let p = |f: fn(&crate::stats::Percentiles) -> f64| b.to_succeeded.as_ref().map_or(f64::NAN, f);
+        text.push_str(&format!(
+            "| burst: PyTorchJobs at once; succeeded | {}; {} |\n\
+             | burst: submission to Succeeded p50 / p99 / max (s) | {:.1} / {:.1} / {:.1} |\n\
+             | burst: first submission to the last Succeeded (s) | {:.1} |\n\
+             | burst: left Succeeded; wrong replica counts; not deleted | {}; {}; {} |\n",
+            b.jobs,
+            b.succeeded,
+            p(|p| p.p50),
+            p(|p| p.p99),
+            p(|p| p.max),
+            b.all_succeeded_seconds.unwrap_or(f64::NAN),
+            b.regressed.len(),
+            b.wrong_counts.len(),
+            b.not_deleted.len(),
         ));
     }
     text.push_str("\n| jobs created during | converged | stranded |\n|---|---|---|\n");
@@ -713,19 +792,13 @@ impl Driver<'_> {
     /// Waits until `done` holds for the job's status and pods, or the job's deadline.
     /// Runs `call` until it succeeds, for as long as the job may take and its cleanup after (the
     /// API server may be restarting or frozen under chaos).
-    async fn retrying<T, Fut>(&self, what: &str, mut call: impl FnMut() -> Fut) -> Result<T, String>
+    async fn retrying<T, Fut>(&self, what: &str, call: impl FnMut() -> Fut) -> Result<T, String>
     where
         Fut: std::future::Future<Output = Result<T, String>>,
     {
-        loop {
-            match call().await {
-                Ok(value) => return Ok(value),
-                Err(e) if Instant::now() >= self.deadline + self.within => {
-                    return Err(format!("{what}: {e}"));
-                }
-                Err(_) => tokio::time::sleep(POLL).await,
-            }
-        }
+        retry::until(self.deadline + self.within, POLL, call)
+            .await
+            .map_err(|e| format!("{what}: {e}"))
     }
 
     async fn until(&self, what: &str, done: impl Fn(&JobStatus, &[Pod]) -> bool) -> Result<(), String> {

@@ -15,6 +15,9 @@ pub struct JobMarks {
     pub all_running: Option<f64>,
     /// When its Succeeded condition was first seen.
     pub succeeded: Option<f64>,
+    /// Seen without Succeeded=True, or with Running=True, after it had succeeded.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub regressed: bool,
     #[serde(skip)]
     pods: BTreeSet<String>,
     #[serde(skip)]
@@ -73,10 +76,25 @@ impl Timeline {
         }
     }
 
-    /// Records that `job` was seen Succeeded at `at`.
-    pub fn succeeded(&mut self, job: &str, at: f64) {
+    /// Records `job`'s Succeeded and Running conditions as seen at `at`: a job seen succeeded
+    /// once must stay so (a finished job is never resurrected).
+    pub fn job_seen(&mut self, job: &str, succeeded: bool, running: bool, at: f64) {
         let marks = self.jobs.entry(job.to_owned()).or_default();
-        marks.succeeded.get_or_insert(at);
+        if marks.succeeded.is_some() && (!succeeded || running) {
+            marks.regressed = true;
+        }
+        if succeeded {
+            marks.succeeded.get_or_insert(at);
+        }
+    }
+
+    /// Submitted jobs that left Succeeded after reaching it.
+    pub fn regressed(&self) -> Vec<String> {
+        self.jobs
+            .iter()
+            .filter(|(_, m)| m.submitted.is_some() && m.regressed)
+            .map(|(name, _)| name.clone())
+            .collect()
     }
 
     /// How many submitted jobs reached a milestone.
@@ -115,8 +133,8 @@ mod tests {
         t.pod("a", "a-0", PodProgress::Ran, 3.0);
         t.pod("a", "a-1", PodProgress::Ran, 4.0);
         t.pod("a", "a-1", PodProgress::Ran, 5.0);
-        t.succeeded("a", 6.0);
-        t.succeeded("a", 7.0);
+        t.job_seen("a", true, false, 6.0);
+        t.job_seen("a", true, false, 7.0);
         let a = &t.jobs["a"];
         assert_eq!(
             (a.submitted, a.all_pods, a.all_running, a.succeeded),
@@ -132,6 +150,24 @@ mod tests {
         assert_eq!(t.jobs["b"].all_pods, Some(1.0));
         assert_eq!(t.jobs["b"].all_running, Some(1.0));
         assert_eq!(PodProgress::of_phase("Pending"), PodProgress::Exists);
+    }
+
+    #[test]
+    fn leaving_succeeded_is_a_regression() {
+        let mut t = Timeline::new(1);
+        for job in ["kept", "lost", "rerun", "unsubmitted"] {
+            if job != "unsubmitted" {
+                t.submitted(job, 0.0);
+            }
+            t.job_seen(job, false, true, 1.0);
+            t.job_seen(job, true, false, 2.0);
+        }
+        t.job_seen("kept", true, false, 3.0);
+        t.job_seen("lost", false, false, 3.0);
+        t.job_seen("rerun", true, true, 3.0);
+        t.job_seen("unsubmitted", false, false, 3.0);
+        assert_eq!(t.regressed(), ["lost", "rerun"]);
+        assert_eq!(t.jobs["kept"].succeeded, Some(2.0));
     }
 
     #[test]

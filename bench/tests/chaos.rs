@@ -1,8 +1,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! Issue #12's chaos smoke in the test suite: the soak's mixed work for 100 s while the operator
 //! is SIGKILLed every 5 s and restarted, kube-apiserver and etcd are restarted and the API server
-//! is frozen, then the leader of two `--leader-elect` replicas is killed; `kfop-bench --soak --chaos` fails unless every job still reaches its expected end
-//! with no pod made twice for one replica, no orphan and no lost event. This test checks its
+//! is frozen, then the leader of two `--leader-elect` replicas is killed, with 20 PyTorchJobs
+//! submitted at once at the start; the operator runs as its ServiceAccount. `kfop-bench --soak
+//! --chaos` fails unless every job still reaches its expected end with no pod made twice for one
+//! replica, no orphan, no lost event and no forbidden request. This test checks its
 //! verdict and that every fault really ran.
 mod support;
 use support::bench;
@@ -21,10 +23,12 @@ fn faults_strand_double_and_orphan_nothing() {
             "20s",
             "--nodes",
             "2",
+            "--burst-jobs",
+            "20",
         ],
         dir.path(),
     );
-    let report = std::fs::read_to_string(dir.path().join("soak.md")).unwrap_or_default();
+    let report = std::fs::read_to_string(dir.path().join("chaos.md")).unwrap_or_default();
     assert!(
         output.status.success(),
         "chaos failed:\n{report}\n{}\noperator log tail:\n{}",
@@ -38,7 +42,7 @@ fn faults_strand_double_and_orphan_nothing() {
             .join("\n")
     );
     let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join("soak.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("chaos.json")).unwrap()).unwrap();
     let jobs = json["jobs"].as_u64().unwrap();
     assert!(jobs >= 40, "{report}");
     assert_eq!(json["converged"].as_u64(), Some(jobs), "{report}");
@@ -49,6 +53,13 @@ fn faults_strand_double_and_orphan_nothing() {
     );
     assert_eq!(json["orphans"].as_array().map(Vec::len), Some(0), "{report}");
     assert_eq!(json["resync_found_work"].as_f64(), Some(0.0), "{report}");
+    // The operator ran as its ServiceAccount with exactly its generated ClusterRole.
+    assert_eq!(json["forbidden_responses"].as_f64(), Some(0.0), "{report}");
+    let burst = &json["burst"];
+    assert_eq!(burst["succeeded"].as_u64(), Some(20), "{report}");
+    for list in ["stranded", "regressed", "wrong_counts", "not_deleted"] {
+        assert_eq!(burst[list].as_array().map(Vec::len), Some(0), "{list}: {report}");
+    }
     let injected = &json["injected"];
     assert!(injected["operator_kills"].as_u64().unwrap() >= 3, "{report}");
     for restart in [

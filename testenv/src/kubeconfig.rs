@@ -22,6 +22,25 @@ pub(crate) fn write_admin(path: &Path, server: &str, ca_cert: &Path, token: &str
     std::fs::write(path, text).map_err(Error::io(path))
 }
 
+/// Writes to `to` the kubeconfig at `from` with every user acting as `user` in `groups`
+/// (impersonation), so the API server authorizes requests as that identity would be.
+/// JSON is YAML, so the copy stays a valid kubeconfig.
+pub(crate) fn write_impersonating(from: &Path, to: &Path, user: &str, groups: &[String]) -> Result<()> {
+    let invalid = |message: String| Error::Kubeconfig {
+        path: from.to_owned(),
+        message,
+    };
+    let mut kubeconfig = Kubeconfig::read_from(from).map_err(|e| invalid(e.to_string()))?;
+    for named in &mut kubeconfig.auth_infos {
+        if let Some(auth) = &mut named.auth_info {
+            auth.impersonate = Some(user.to_owned());
+            auth.impersonate_groups = Some(groups.to_vec());
+        }
+    }
+    let text = serde_json::to_string_pretty(&kubeconfig).map_err(|e| invalid(e.to_string()))?;
+    std::fs::write(to, text).map_err(Error::io(to))
+}
+
 /// A client for the current context of the kubeconfig at `path`.
 pub(crate) async fn client_from(path: &Path) -> Result<Client> {
     let config = config_from(path).await?;

@@ -139,6 +139,18 @@ impl ControlPlane {
         &self.kubeconfig
     }
 
+    /// A kubeconfig acting as `user` in `groups` (e.g. an operator's ServiceAccount), written
+    /// next to the admin's; the admin's credentials authorize the impersonation.
+    pub fn kubeconfig_as(&self, user: &str, groups: &[String]) -> Result<PathBuf> {
+        let file: String = user
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        let path = self.dir.join(format!("{file}.kubeconfig"));
+        kubeconfig::write_impersonating(&self.kubeconfig, &path, user, groups)?;
+        Ok(path)
+    }
+
     pub fn server(&self) -> &str {
         &self.server
     }

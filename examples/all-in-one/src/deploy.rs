@@ -5,10 +5,27 @@ use std::collections::BTreeSet;
 
 use crate::schemes::Scheme;
 
-const NAMESPACE: &str = "kubeflow";
-const NAME: &str = "kfop-operator";
+/// Where the Deployment and its ServiceAccount live.
+pub const NAMESPACE: &str = "kubeflow";
+/// The name of the Deployment, its ServiceAccount, ClusterRole and ClusterRoleBinding.
+pub const NAME: &str = "kfop-operator";
 
-fn rbac(enabled: &BTreeSet<Scheme>) -> String {
+/// The user name the API server gives the operator's ServiceAccount (to impersonate it).
+pub fn service_account_user() -> String {
+    format!("system:serviceaccount:{NAMESPACE}:{NAME}")
+}
+
+/// The groups the API server gives every ServiceAccount of [`NAMESPACE`].
+pub fn service_account_groups() -> [String; 3] {
+    [
+        "system:serviceaccounts".to_owned(),
+        format!("system:serviceaccounts:{NAMESPACE}"),
+        "system:authenticated".to_owned(),
+    ]
+}
+
+/// The ServiceAccount, its least-privilege ClusterRole and their binding, as one YAML stream.
+pub fn rbac(enabled: &BTreeSet<Scheme>) -> String {
     let plurals: Vec<String> = enabled
         .iter()
         .map(|s| crate::crds::of(*s).spec.names.plural)
