@@ -29,7 +29,16 @@ impl fmt::Display for ManifestError {
         if !self.field.is_empty() {
             write!(f, "{}: ", self.field)?;
         }
-        f.write_str(&self.message)
+        // Messages quote the manifest's values, which may hold line breaks: escape them so the
+        // error stays one line.
+        for c in self.message.chars() {
+            if c.is_control() {
+                write!(f, "{}", c.escape_debug())?;
+            } else {
+                write!(f, "{c}")?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -268,32 +277,29 @@ pub fn load(path: &Path) -> Result<Model, ManifestError> {
 
 /// Parses and validates manifest text; `file` is only used in messages.
 pub fn parse(text: &str, file: &Path) -> Result<Model, ManifestError> {
-    let raw: Raw = serde_saphyr::from_str(text).map_err(|e| syntax_error(&e.to_string(), file))?;
+    let raw: Raw = serde_saphyr::from_str(text).map_err(|e| syntax_error(&e, file))?;
     validate(raw, &Checker { file })
 }
 
-/// serde-saphyr's first line reads `error: line L column C: message`; keep that one line.
-fn syntax_error(rendered: &str, file: &Path) -> ManifestError {
-    let first = rendered
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .trim_start_matches("error: ");
-    let mut position = (0, 0);
-    let mut message = first.to_owned();
-    if let Some(rest) = first.strip_prefix("line ")
-        && let Some((line, rest)) = rest.split_once(" column ")
-        && let Some((column, msg)) = rest.split_once(": ")
-    {
-        position = (line.parse().unwrap_or(0), column.parse().unwrap_or(0));
-        message = msg.to_owned();
-    }
+/// The position from the error itself, not its rendering: only errors with a snippet render as
+/// `line L column C: message`; the others (e.g. an empty file) end in `at line L, column C`.
+fn syntax_error(e: &serde_saphyr::Error, file: &Path) -> ManifestError {
+    let (line, column) = e
+        .location()
+        .map_or((0, 0), |at| (at.line() as usize, at.column() as usize));
+    // Without a snippet the rendering is one line, with control characters escaped.
+    let plain = e.render_with_options(serde_saphyr::render_options! {
+        snippets: serde_saphyr::SnippetMode::Off,
+    });
+    let message = plain
+        .strip_suffix(&format!(" at line {line}, column {column}"))
+        .unwrap_or(&plain);
     ManifestError {
         file: file.to_owned(),
-        line: position.0,
-        column: position.1,
+        line,
+        column,
         field: String::new(),
-        message,
+        message: message.to_owned(),
     }
 }
 

@@ -198,11 +198,13 @@ impl EnvContext<'_> {
             Var::RoleLower => self.role.to_lowercase(),
             Var::Index => self.index.to_string(),
             Var::Rank => self.rank().to_string(),
+            // i64, as in `rank`: replicas may sum past i32::MAX (admission only rejects negative
+            // counts), and an i32 sum panicked in debug builds.
             Var::TotalReplicas => self
                 .specs
                 .values()
-                .map(ReplicaSpec::replicas)
-                .sum::<i32>()
+                .map(|s| i64::from(s.replicas()))
+                .sum::<i64>()
                 .to_string(),
             Var::Replicas(r) => self.replicas(r).to_string(),
             Var::Port(r) => self.port(r)?.to_string(),
@@ -215,16 +217,17 @@ impl EnvContext<'_> {
         })
     }
 
-    /// Index plus the replicas of the roles before this one in the framework's role order.
-    pub fn rank(&self) -> i32 {
-        let before: i32 = self
+    /// Index plus the replicas of the roles before this one in the framework's role order; an
+    /// i64, since that sum may pass i32::MAX.
+    pub fn rank(&self) -> i64 {
+        let before: i64 = self
             .info
             .roles
             .iter()
             .take_while(|r| r.name != self.role)
-            .map(|r| self.replicas(&r.name))
+            .map(|r| i64::from(self.replicas(&r.name)))
             .sum();
-        before + self.index
+        before + i64::from(self.index)
     }
 
     /// The container port named like the framework's port on the role's default container
@@ -576,5 +579,227 @@ mod tests {
         };
         let err = inject(&[port], &ctx, &mut t).unwrap_err();
         assert!(err.0.contains("no Master replicas"), "{err}");
+    }
+
+    mod properties {
+        use proptest::collection::vec;
+        use proptest::prelude::*;
+
+        use super::*;
+
+        /// Pieces of the syntax: braces, variable names and separators, role names in any case,
+        /// indices at and past the i32 limits.
+        fn token() -> impl Strategy<Value = String> {
+            let pieces = vec![
+                "{",
+                "}",
+                "{{",
+                "}}",
+                ".",
+                " ",
+                "job",
+                "namespace",
+                "role",
+                "role_lower",
+                "index",
+                "rank",
+                "total_replicas",
+                "replicas",
+                "port",
+                "host",
+                "fqdn",
+                "hosts",
+                "Master",
+                "Worker",
+                "worker",
+                "MASTER",
+                "Chief",
+                "0",
+                "7",
+                "-1",
+                "+1",
+                "2147483647",
+                "2147483648",
+                "é",
+                "\n",
+            ];
+            proptest::sample::select(pieces).prop_map(str::to_owned)
+        }
+
+        /// A placeholder that parses against [`ROLES`] (roles written in any case, spaces inside
+        /// the braces).
+        fn placeholder() -> impl Strategy<Value = String> {
+            let role = prop_oneof![Just("Master"), Just("Worker"), Just("worker"), Just("MASTER")];
+            let simple = proptest::sample::select(vec![
+                "job",
+                "namespace",
+                "role",
+                "role_lower",
+                "index",
+                "rank",
+                "total_replicas",
+            ])
+            .prop_map(str::to_owned);
+            let of_role = (
+                proptest::sample::select(vec!["replicas", "port", "hosts"]),
+                role.clone(),
+            )
+                .prop_map(|(v, r)| format!("{v}.{r}"));
+            let of_replica = (
+                prop_oneof![Just("host"), Just("fqdn")],
+                role,
+                prop_oneof![0..4i32, Just(i32::MAX)],
+            )
+                .prop_map(|(v, r, i)| format!("{v}.{r}.{i}"));
+            (prop_oneof![simple, of_role, of_replica], any::<bool>()).prop_map(|(v, pad)| {
+                if pad {
+                    format!("{{ {v} }}")
+                } else {
+                    format!("{{{v}}}")
+                }
+            })
+        }
+
+        /// Mostly templates that parse, with literal text, stray tokens and arbitrary text between.
+        fn template() -> impl Strategy<Value = String> {
+            let piece = prop_oneof![
+                4 => placeholder(),
+                2 => "[a-z:,/ -]{0,4}",
+                1 => token(),
+                1 => any::<String>(),
+            ];
+            vec(piece, 0..8).prop_map(|pieces| pieces.concat())
+        }
+
+        /// A replica spec with `replicas`, whose pod has the framework's port, another port, no
+        /// containers or no spec at all.
+        fn replica_spec(replicas: impl Strategy<Value = Option<i32>>) -> impl Strategy<Value = ReplicaSpec> {
+            let pod = prop_oneof![
+                (1..65536i32).prop_map(|port| serde_json::json!({"containers": [
+                    {"name": "sidecar", "image": "y"},
+                    {"name": "pytorch", "image": "x", "ports": [{"name": "pytorchjob-port", "containerPort": port}]}]})),
+                Just(serde_json::json!({"containers": [{"name": "other", "image": "x", "ports": [{"name": "p", "containerPort": 1}]}]})),
+                Just(serde_json::json!({"containers": []})),
+                Just(serde_json::Value::Null),
+            ];
+            (replicas, pod).prop_map(|(replicas, pod)| ReplicaSpec {
+                replicas,
+                template: serde_json::from_value(serde_json::json!({ "spec": pod })).unwrap(),
+                restart_policy: None,
+            })
+        }
+
+        /// Specs with each of [`ROLES`] present or absent (as after defaulting, keys canonical).
+        fn specs(
+            replicas: impl Strategy<Value = Option<i32>> + Clone,
+        ) -> impl Strategy<Value = BTreeMap<String, ReplicaSpec>> {
+            (
+                proptest::option::of(replica_spec(replicas.clone())),
+                proptest::option::of(replica_spec(replicas)),
+            )
+                .prop_map(|(master, worker)| {
+                    let named = [("Master", master), ("Worker", worker)];
+                    named
+                        .into_iter()
+                        .filter_map(|(role, spec)| Some((role.to_owned(), spec?)))
+                        .collect()
+                })
+        }
+
+        /// The pod's role (one the framework does not know among them) and index.
+        fn pod() -> impl Strategy<Value = (&'static str, i32)> {
+            (
+                prop_oneof![Just("Master"), Just("Worker"), Just("Chief")],
+                prop_oneof![0..8i32, any::<i32>()],
+            )
+        }
+
+        fn ctx<'a>(
+            info: &'a FrameworkInfo,
+            specs: &'a BTreeMap<String, ReplicaSpec>,
+            (role, index): (&'a str, i32),
+        ) -> EnvContext<'a> {
+            EnvContext {
+                info,
+                job: "pj",
+                namespace: "ns",
+                specs,
+                role,
+                index,
+            }
+        }
+
+        proptest! {
+            /// Any text parses or gives an error pointing at the brace that starts the problem.
+            #[test]
+            fn parse_is_a_value_or_an_error_at_a_brace(
+                text in prop_oneof![any::<String>(), vec(token(), 0..12).prop_map(|t| t.concat()), template()],
+                roles in proptest::sample::subsequence(ROLES.to_vec(), 0..=2),
+            ) {
+                if let Err(e) = Template::parse(&text, &roles) {
+                    prop_assert_eq!(&e.template, &text);
+                    prop_assert!(!e.message.is_empty());
+                    prop_assert!(text.is_char_boundary(e.offset), "{}", e);
+                    prop_assert!(text[e.offset..].starts_with(['{', '}']), "{}", e);
+                }
+            }
+
+            /// Whatever parses renders for any job, small or with no roles: the only error is the
+            /// port of a role the job does not have. (Counts stay small: `hosts` lists every
+            /// replica.)
+            #[test]
+            fn parsed_templates_render(
+                text in template(),
+                specs in specs(proptest::option::of(prop_oneof![0..5i32, Just(1000)])),
+                pod in pod(),
+            ) {
+                let info = info();
+                if let Ok(t) = Template::parse(&text, &ROLES) {
+                    let missing_port = t.parts.iter().any(|p| matches!(p, Part::Var(Var::Port(r)) if !specs.contains_key(r)));
+                    match t.render(&ctx(&info, &specs, pod)) {
+                        Ok(_) => prop_assert!(!missing_port),
+                        Err(e) => prop_assert!(missing_port && e.0.contains("port is unknown"), "{}", e),
+                    }
+                }
+            }
+
+            /// Counts are exact at any replica count or index, even where they pass i32::MAX.
+            #[test]
+            fn counts_never_overflow(
+                specs in specs(proptest::option::of(prop_oneof![0..5i32, (0..=i32::MAX)])),
+                role in prop_oneof![Just("Master"), Just("Worker"), Just("Chief")],
+                index in prop_oneof![0..5i32, (0..=i32::MAX)],
+            ) {
+                let info = info();
+                let t = Template::parse("{rank} {total_replicas} {replicas.Master} {replicas.Worker}", &ROLES).unwrap();
+                let replicas = |r: &str| specs.get(r).map_or(0, |s| i64::from(s.replicas()));
+                let before = match role {
+                    "Master" => 0,
+                    "Worker" => replicas("Master"),
+                    _ => replicas("Master") + replicas("Worker"),
+                };
+                let expected = format!(
+                    "{} {} {} {}",
+                    before + i64::from(index),
+                    replicas("Master") + replicas("Worker"),
+                    replicas("Master"),
+                    replicas("Worker"),
+                );
+                prop_assert_eq!(t.render(&ctx(&info, &specs, (role, index))).unwrap(), expected);
+            }
+
+            /// Text without placeholders, its braces doubled, renders to itself whatever the job.
+            #[test]
+            fn escaped_text_renders_to_itself(
+                text in any::<String>(),
+                specs in specs(proptest::option::of(0..3i32)),
+                pod in pod(),
+            ) {
+                let info = info();
+                let escaped = text.replace('{', "{{").replace('}', "}}");
+                let t = Template::parse(&escaped, &[]).unwrap();
+                prop_assert_eq!(t.render(&ctx(&info, &specs, pod)).unwrap(), text);
+            }
+        }
     }
 }

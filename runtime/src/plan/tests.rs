@@ -649,6 +649,47 @@ mod properties {
         ]
     }
 
+    fn policy() -> impl Strategy<Value = RestartPolicy> {
+        prop_oneof![
+            Just(RestartPolicy::OnFailure),
+            Just(RestartPolicy::Never),
+            Just(RestartPolicy::ExitCode)
+        ]
+    }
+
+    /// An observed pod: role, index, phase, the exit code of its terminated container (signals
+    /// among them) and whether it is being deleted.
+    type SeenPod = (&'static str, i32, &'static str, Option<i32>, bool);
+
+    fn seen_pod() -> impl Strategy<Value = SeenPod> {
+        (
+            prop_oneof![Just("Master"), Just("Worker")],
+            0..5i32,
+            phase(),
+            proptest::option::of(prop_oneof![0..3i32, 126..140i32, any::<i32>()]),
+            any::<bool>(),
+        )
+    }
+
+    /// The pods, and a service for each, as the planner of a job with both roles would have
+    /// created them (the job may since have lost a role or replicas).
+    fn observe(seen: &[SeenPod]) -> Observed {
+        let maker = mw(5, None);
+        let mut observed = Observed::default();
+        for (role, index, phase, exit, deleting) in seen {
+            let mut p = pod(&maker, role, *index, phase);
+            if let Some(code) = exit {
+                p = with_exit(p, *code, 0);
+            }
+            if *deleting {
+                Arc::make_mut(&mut p).metadata.deletion_timestamp = Some(t(0));
+            }
+            observed.pods.push(p);
+            observed.services.push(service(&maker, role, *index));
+        }
+        observed
+    }
+
     proptest! {
         /// Whatever the caches show, a plan never creates a pod whose (role, index) already has a
         /// pod that is not being deleted, never creates two for one (role, index), and never
@@ -657,7 +698,7 @@ mod properties {
         fn never_two_pods_for_one_replica(
             workers in 0..5i32,
             seen in proptest::collection::vec((0..6i32, phase(), any::<bool>()), 0..8),
-            policy in prop_oneof![Just(RestartPolicy::OnFailure), Just(RestartPolicy::Never), Just(RestartPolicy::ExitCode)],
+            policy in policy(),
             suspended in any::<bool>(),
         ) {
             let mut j = mw(workers, Some(policy));
@@ -691,7 +732,7 @@ mod properties {
         fn applied_plans_reach_a_fixed_point(
             workers in 0..4i32,
             seen in proptest::collection::vec((0..4i32, phase()), 0..6),
-            policy in prop_oneof![Just(RestartPolicy::OnFailure), Just(RestartPolicy::Never), Just(RestartPolicy::ExitCode)],
+            policy in policy(),
             suspended in any::<bool>(),
         ) {
             let mut j = mw(workers, Some(policy));
@@ -725,28 +766,52 @@ mod properties {
             }
         }
 
-        /// A finished job creates nothing, ever.
+        /// A finished job is never resurrected: whatever its spec and pods, the plan creates
+        /// nothing, keeps the terminal condition True and Running not True (its conditions do
+        /// not change at all) and counts no new outcome.
         #[test]
         fn finished_jobs_are_never_resurrected(
+            master in any::<bool>(),
             workers in 0..4i32,
-            seen in proptest::collection::vec((0..4i32, phase()), 0..6),
-            succeeded in any::<bool>(),
+            policy in proptest::option::of(policy()),
+            clean in proptest::option::of(prop_oneof![Just(CleanPodPolicy::All), Just(CleanPodPolicy::Running), Just(CleanPodPolicy::None)]),
+            backoff_limit in proptest::option::of(0..3i32),
+            deadline in proptest::option::of(0..3i64),
+            ttl in proptest::option::of(0..3i32),
             suspended in any::<bool>(),
+            history in proptest::collection::vec(prop_oneof![Just(C::Running), Just(C::Restarting), Just(C::Suspended)], 0..3),
+            succeeded in any::<bool>(),
+            seen in proptest::collection::vec(seen_pod(), 0..8),
         ) {
-            let mut j = mw(workers, None);
-            j.spec.run_policy.suspend = Some(suspended);
-            let mut status = crate::api::JobStatus::default();
-            let (type_, base) = if succeeded { (C::Succeeded, "Succeeded") } else { (C::Failed, "Failed") };
-            set_condition(&mut status, type_, ConditionStatus::True, reason("TestJob", base), String::new(), &t(0));
-            j.status = Some(status);
-            let observed = Observed {
-                pods: seen.iter().map(|(i, ph)| pod(&j, "Worker", *i, ph)).collect(),
-                ..Observed::default()
+            let mut roles = vec![("Worker", replica(workers, policy))];
+            if master {
+                roles.push(("Master", replica(1, policy)));
+            }
+            let mut j = job("ns", "tj", &roles);
+            let run_policy = &mut j.spec.run_policy;
+            (run_policy.clean_pod_policy, run_policy.backoff_limit) = (clean, backoff_limit);
+            (run_policy.active_deadline_seconds, run_policy.ttl_seconds_after_finished) = (deadline, ttl);
+            run_policy.suspend = Some(suspended);
+            // A status the planner could have written: earlier conditions, then the outcome.
+            let mut status = crate::api::JobStatus {
+                start_time: Some(t(0)),
+                completion_time: Some(t(1)),
+                ..crate::api::JobStatus::default()
             };
-            let p = run(&j, &observed, 1);
-            prop_assert!(p.create_pods.is_empty() && p.create_services.is_empty());
-            let after = p.status.unwrap_or_else(|| j.status.clone().unwrap());
-            prop_assert!(after.is(type_));
+            for type_ in std::iter::once(C::Created).chain(history) {
+                set_condition(&mut status, type_, ConditionStatus::True, reason("TestJob", type_.as_str()), String::new(), &t(0));
+            }
+            let (type_, base) = if succeeded { (C::Succeeded, "Succeeded") } else { (C::Failed, "Failed") };
+            set_condition(&mut status, type_, ConditionStatus::True, reason("TestJob", base), String::new(), &t(1));
+            j.status = Some(status);
+
+            let p = run(&j, &observe(&seen), 2);
+            prop_assert!(p.create_pods.is_empty() && p.create_services.is_empty() && p.create_objects.is_empty());
+            let before = j.status.unwrap();
+            let after = p.status.unwrap_or_else(|| before.clone());
+            prop_assert!(after.is(type_) && !after.is(C::Running), "{:?}", after.conditions);
+            prop_assert_eq!(&after.conditions, &before.conditions);
+            prop_assert!(p.metrics.is_empty(), "{:?}", p.metrics);
         }
     }
 }
