@@ -208,8 +208,7 @@ async fn resources_have_kubeflow_names_labels_and_owners_and_the_job_succeeds() 
     let active = |s: &JobStatus, role: &str| s.replica_statuses.get(role).map(|r| r.active);
     wait::until("1 master and 3 workers active", timeout(), || async {
         let status = f.status("tj").await;
-        Ok((active(&status, "Master") == Some(1) && active(&status, "Worker") == Some(3))
-            .then_some(()))
+        Ok((active(&status, "Master") == Some(1) && active(&status, "Worker") == Some(3)).then_some(()))
     })
     .await
     .unwrap();

@@ -44,7 +44,7 @@ fn nproc_per_node(job: &PyTorchJob) -> Option<String> {
 pub fn env(job: &PyTorchJob, ctx: &EnvContext<'_>) -> Result<Vec<(String, String)>, String> {
     let mut vars: Vec<(String, String)> = Vec::new();
     let mut push = |k: &str, v: String| vars.push((k.to_owned(), v));
-    let total: i32 = ctx.specs.values().map(ReplicaSpec::replicas).sum();
+    let total = ReplicaSpec::total(ctx.specs.values());
     if ctx.specs.contains_key("Master") {
         let nproc = nproc_per_node(job)
             .and_then(|n| n.parse::<i32>().ok())

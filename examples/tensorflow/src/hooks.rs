@@ -31,7 +31,7 @@ pub fn decorate_pod(
     ctx: &PodContext<'_, TFJob>,
     template: &mut PodTemplateSpec,
 ) -> Result<(), FrameworkError> {
-    let total: i32 = ctx.specs.values().map(ReplicaSpec::replicas).sum();
+    let total = ReplicaSpec::total(ctx.specs.values());
     if total == 1 {
         return Ok(());
     }

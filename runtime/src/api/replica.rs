@@ -23,6 +23,13 @@ impl ReplicaSpec {
     pub fn replicas(&self) -> i32 {
         self.replicas.unwrap_or(1)
     }
+
+    /// The replicas of every role together; saturating, as admission bounds no count from above.
+    pub fn total<'a>(specs: impl IntoIterator<Item = &'a Self>) -> i32 {
+        specs
+            .into_iter()
+            .fold(0, |sum, spec| sum.saturating_add(spec.replicas()))
+    }
 }
 
 /// When a failed replica is restarted.

@@ -120,7 +120,7 @@ impl PodGroupSpec {
         let policy = run_policy.scheduling_policy.clone().unwrap_or_default();
         let min_member = policy
             .min_available
-            .unwrap_or_else(|| specs.values().map(ReplicaSpec::replicas).sum());
+            .unwrap_or_else(|| ReplicaSpec::total(specs.values()));
         let min_resources = match policy.min_resources {
             Some(given) => given,
             None => calc_min_resources(min_member, specs, priority_classes)?,

@@ -412,9 +412,10 @@ fn exceeded_limit(
 ) -> Option<String> {
     let past_backoff = run_policy.backoff_limit.is_some_and(|limit| {
         let failed = pods.iter().filter(|p| phase(p) == "Failed").count();
-        let previously_failed: i32 = d.status.replica_statuses.values().map(|r| r.failed).sum();
+        let previously_failed =
+            (d.status.replica_statuses.values()).fold(0i32, |sum, r| sum.saturating_add(r.failed));
         let active = pods.iter().filter(|p| is_active(p)).count();
-        let total: i32 = specs.values().map(crate::api::ReplicaSpec::replicas).sum();
+        let total = crate::api::ReplicaSpec::total(specs.values());
         // Kubeflow's `exceedsBackoffLimit` with its always-zero requeue count: only a limit of 0
         // fails on the first new pod failure.
         let new_failure = i32::try_from(failed).unwrap_or(i32::MAX) > previously_failed;

@@ -69,7 +69,11 @@ pub(super) fn reconcile<F: Framework>(
         }
         let creates_pods = framework.creates_pods(role);
         let size = if creates_pods {
-            by_index.keys().next_back().map_or(0, |max| max + 1).max(replicas)
+            by_index
+                .keys()
+                .next_back()
+                .map_or(0, |max| max.saturating_add(1))
+                .max(replicas)
         } else {
             0
         };
