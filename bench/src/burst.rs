@@ -34,7 +34,8 @@ pub struct BurstResults {
     pub stranded: Vec<String>,
     /// Jobs seen leaving Succeeded (or Running again) after reaching it.
     pub regressed: Vec<String>,
-    /// Jobs whose final replica statuses are not every replica succeeded.
+    /// Jobs whose final replica statuses are impossible for a job that succeeded: the master not
+    /// succeeded, a failure or an active replica counted, or more replicas than the job has.
     pub wrong_counts: Vec<String>,
     /// Jobs that could not be deleted or did not go.
     pub not_deleted: Vec<String>,
@@ -105,22 +106,28 @@ async fn wrong_counts(api: &Api<DynamicObject>, jobs: usize) -> Vec<String> {
         Ok(list) => list,
         Err(e) => return vec![format!("listing the burst: {e}")],
     };
-    let expected = [("Master", MASTERS), ("Worker", WORKERS)];
     list.items
         .iter()
         .filter(|job| names.contains(&job.name_any()))
         .filter_map(|job| {
             let statuses = job.data.pointer("/status/replicaStatuses")?;
-            let wrong = expected.iter().any(|(role, replicas)| {
-                let count = |field: &str| {
-                    statuses
-                        .pointer(&format!("/{role}/{field}"))
-                        .and_then(|v| v.as_u64())
-                };
-                count("succeeded") != u64::try_from(*replicas).ok()
-                    || count("active").unwrap_or(0) != 0
-                    || count("failed").unwrap_or(0) != 0
-            });
+            let count = |role: &str, field: &str| {
+                let n = statuses
+                    .pointer(&format!("/{role}/{field}"))
+                    .and_then(serde_json::Value::as_u64);
+                usize::try_from(n.unwrap_or(0)).unwrap_or(usize::MAX)
+            };
+            // Kubeflow counts only Running, Succeeded and Failed pods, and a PyTorchJob succeeds
+            // with its master: a worker still Pending then is in no count. So: the master
+            // succeeded, nothing failed or is still active, and no role counts past its replicas.
+            let wrong = count("Master", "succeeded") != MASTERS
+                || [("Master", MASTERS), ("Worker", WORKERS)]
+                    .iter()
+                    .any(|(role, replicas)| {
+                        count(role, "active") != 0
+                            || count(role, "failed") != 0
+                            || count(role, "succeeded") > *replicas
+                    });
             wrong.then(|| format!("{}: {statuses}", job.name_any()))
         })
         .collect()

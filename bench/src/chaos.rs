@@ -76,6 +76,10 @@ pub struct Injected {
     /// Responses 403 to the operator, which runs as its ServiceAccount: a permission missing from
     /// its ClusterRole.
     pub forbidden_responses: f64,
+    /// Of those, the ones between the kube-apiserver restart and the outage: a restarted API
+    /// server answers 403 for a few seconds after `/readyz` while its RBAC cache fills, which is
+    /// not a permission the ClusterRole lacks.
+    pub forbidden_after_restarts: f64,
 }
 
 /// The operator processes of a run: one at a time, restarted as the faults demand.
@@ -116,18 +120,17 @@ impl Operators {
         {
             into.resyncs += operator::sum(&metrics, "kfop_resyncs_total", |_| true);
             into.resync_found_work += operator::sum(&metrics, "kfop_resync_found_work_total", |_| true);
-            into.forbidden_responses += operator::sum(&metrics, "kfop_client_requests_total", |l| {
-                l.get("code").is_some_and(|c| c == "403")
-            });
+            into.forbidden_responses += operator::sum(&metrics, "kfop_client_requests_total", forbidden);
         }
     }
 
-    async fn requests(&self) -> f64 {
+    /// The current process's API requests whose labels satisfy `filter`.
+    async fn requests(&self, filter: impl Fn(&Labels) -> bool) -> f64 {
         match &self.current {
             Some(current) => current
                 .scrape()
                 .await
-                .map_or(0.0, |m| operator::sum(&m, "kfop_client_requests_total", |_| true)),
+                .map_or(0.0, |m| operator::sum(&m, "kfop_client_requests_total", filter)),
             None => 0.0,
         }
     }
@@ -140,6 +143,12 @@ impl Operators {
             None => Ok(()),
         }
     }
+}
+
+type Labels = std::collections::BTreeMap<String, String>;
+
+fn forbidden(labels: &Labels) -> bool {
+    labels.get("code").is_some_and(|c| c == "403")
 }
 
 /// Writes a process sent, but for its Lease and its events: what a leader does and a standby
@@ -192,6 +201,7 @@ pub async fn inject(
     }
 
     tokio::time::sleep_until(from(Fault::ApiServerRestart).into()).await;
+    let forbidden_before = operators.requests(forbidden).await;
     let restarted = Instant::now();
     plane.restart("kube-apiserver", Duration::from_secs(120)).await?;
     done.apiserver_restart_seconds = restarted.elapsed().as_secs_f64();
@@ -202,11 +212,12 @@ pub async fn inject(
     done.etcd_restart_seconds = restarted.elapsed().as_secs_f64();
 
     tokio::time::sleep_until(from(Fault::ApiServerOutage).into()).await;
+    done.forbidden_after_restarts = operators.requests(forbidden).await - forbidden_before;
     let outage = MAX_OUTAGE.min(until(Fault::ApiServerOutage).saturating_duration_since(Instant::now()) / 2);
-    let before = operators.requests().await;
+    let before = operators.requests(|_| true).await;
     plane.freeze("kube-apiserver", true)?;
     tokio::time::sleep(outage).await;
-    let during = operators.requests().await - before;
+    let during = operators.requests(|_| true).await - before;
     plane.freeze("kube-apiserver", false)?;
     done.outage_seconds = outage.as_secs_f64();
     done.outage_requests_per_second = during / outage.as_secs_f64().max(1.0);

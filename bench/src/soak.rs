@@ -98,7 +98,8 @@ pub struct SoakResults {
     pub burst: Option<burst::BurstResults>,
     pub resyncs: f64,
     pub resync_found_work: f64,
-    /// 403 responses to the operator, which runs as its ServiceAccount (least privilege).
+    /// 403 responses to the operator, which runs as its ServiceAccount (least privilege), but
+    /// for those right after API server restarts (see `injected`).
     pub forbidden_responses: f64,
     pub rss_after_first_minute_mb: f64,
     pub live_jobs_after_first_minute: f64,
@@ -227,7 +228,7 @@ pub async fn run(args: &Args, duration: Duration) -> Result<SoakResults> {
     operators.finish(&mut counted).await?;
     results.resyncs = counted.resyncs;
     results.resync_found_work = counted.resync_found_work;
-    results.forbidden_responses = counted.forbidden_responses;
+    results.forbidden_responses = counted.forbidden_responses - counted.forbidden_after_restarts;
     results.injected = args.chaos.then_some(counted);
     let lives = live_samples.stop();
     if let Some(sampler) = sampler {
@@ -535,7 +536,8 @@ pub fn markdown(r: &SoakResults) -> String {
                 "| operator kills; slowest restart to ready (s) | {}; {:.1} |\n\
                  | kube-apiserver restart to ready (s) | {:.1} |\n| etcd restart to ready (s) | {:.1} |\n\
                  | API server frozen (s); operator requests/s meanwhile | {:.0}; {:.2} |\n\
-                 | leader SIGKILLed to the standby's first write (s; lease 15 s) | {:.1} |\n",
+                 | leader SIGKILLed to the standby's first write (s; lease 15 s) | {:.1} |\n\
+                 | 403s while the restarted API server's RBAC cache filled | {:.0} |\n",
                 i.operator_kills,
                 i.max_operator_ready_seconds,
                 i.apiserver_restart_seconds,
@@ -543,6 +545,7 @@ pub fn markdown(r: &SoakResults) -> String {
                 i.outage_seconds,
                 i.outage_requests_per_second,
                 i.failover_seconds,
+                i.forbidden_after_restarts,
             ));
         }
     } else {
@@ -809,10 +812,19 @@ impl Driver<'_> {
                 return Ok(());
             }
             if Instant::now() >= self.deadline {
-                let conditions: Vec<&str> = status.conditions.iter().map(|c| c.type_.as_str()).collect();
+                // Enough to tell a lost event from a wrong decision: each condition's reason and
+                // message, each pod's phase and the exit it was told to make.
+                let conditions: Vec<String> = status
+                    .conditions
+                    .iter()
+                    .map(|c| format!("{:?}={:?} {}: {}", c.type_, c.status, c.reason, c.message))
+                    .collect();
                 let phases: Vec<String> = pods
                     .iter()
-                    .map(|p| format!("{}={}", p.name_any(), pods::phase(p)))
+                    .map(|p| {
+                        let exit = p.annotations().get(pods::EXIT_CODE_ANNOTATION);
+                        format!("{}={} exit={exit:?}", p.name_any(), pods::phase(p))
+                    })
                     .collect();
                 return Err(format!(
                     "no {what} after {}s; conditions {conditions:?}, pods {phases:?}",
