@@ -11,6 +11,9 @@ step "control plane binaries"
 bin=$(testenv/controlplane/build.sh | tail -n 1)
 echo "using $bin"
 
+step "Kubeflow's operators as peers (the conformance oracle)"
+testenv/peers/build.sh training-operator
+
 step "Python environment for the Kubeflow SDK test"
 cache=${KFOP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kfop}
 venv="$cache/sdk-venv"

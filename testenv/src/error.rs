@@ -51,6 +51,9 @@ pub enum Error {
 
     #[error("no cluster state in {0}; start one with `kfop cluster up --detach`")]
     NotRunning(PathBuf),
+
+    #[error("peer operator {peer}: {message}")]
+    Peer { peer: String, message: String },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

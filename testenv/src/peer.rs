@@ -1,0 +1,722 @@
+//! Peer operators: other implementations of the Kubeflow APIs (Kubeflow's own training-operator
+//! first), built from their Go modules by `testenv/peers/build.sh` and run out of cluster against
+//! a plane: the oracle kfop is compared with, and a benchmark baseline.
+//!
+//! [`PeerBuild`] builds (or reuses) a peer and reads the CRDs copied from its module; [`Peer`]
+//! runs one, watching one namespace, and stops it when dropped.
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::admissionregistration::v1::{ValidatingWebhookConfiguration, WebhookClientConfig};
+use k8s_openapi::api::core::v1::{Namespace, Secret};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use kube::Client;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
+    KeyUsagePurpose,
+};
+
+use crate::ports::free_ports;
+use crate::process::{self, Component, Lifetime, log_tail, stop_pid};
+use crate::{Error, Result, kubeconfig, wait};
+
+/// The command that builds a peer, relative to the kfop repository root: `build.sh <peer>`.
+pub const PEER_BUILD_COMMAND: &str = "testenv/peers/build.sh";
+
+/// Kubeflow training-operator v1.8.1 (`testenv/peers/training-operator/`).
+pub const TRAINING_OPERATOR: &str = "training-operator";
+
+/// The Secret training-operator's cert rotator keeps its CA and serving cert in (its default
+/// `--webhook-secret-name`); it must exist before the operator starts.
+const WEBHOOK_SECRET: &str = "training-operator-webhook-cert";
+/// Where training-operator's cert rotator waits for `tls.crt` to appear, hard-coded in its
+/// `pkg/cert` (in cluster, the Secret's volume mount). It only checks that the file exists.
+const ROTATOR_CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-certs";
+/// controller-runtime's webhook server reads its cert from here under `$TMPDIR`.
+const SERVING_CERT_DIR: &str = "k8s-webhook-server/serving-certs";
+
+/// A built peer: its binary and the manifests copied from its module.
+#[derive(Debug, Clone)]
+pub struct PeerBuild {
+    /// The folder under `testenv/peers/` describing it.
+    pub peer: String,
+    pub bin: PathBuf,
+    /// `<cache>/peers/<name>-<version>`, holding `bin/`, `crds/` and (if it has webhooks)
+    /// `webhooks.yaml`.
+    pub dir: PathBuf,
+}
+
+impl PeerBuild {
+    /// Runs `testenv/peers/build.sh <peer>`: returns at once on a warm cache; a cold build takes
+    /// minutes and needs Go (its progress goes to stderr). Blocks; call it from a blocking task.
+    pub fn locate_or_build(peer: &str) -> Result<Self> {
+        // The recipe is not embedded (the CRDs it copies are megabytes): peers build from a kfop
+        // checkout, which is where the conformance tests and benchmarks run.
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/build.sh");
+        if !script.is_file() {
+            return Err(peer_error(
+                peer,
+                format!(
+                    "no build recipe at {}; peers build from a kfop checkout",
+                    script.display()
+                ),
+            ));
+        }
+        let output = Command::new("bash")
+            .arg(&script)
+            .arg(peer)
+            .stdin(Stdio::null())
+            .stderr(Stdio::inherit())
+            .output()
+            .map_err(|source| Error::Spawn {
+                component: script.display().to_string(),
+                source,
+            })?;
+        if !output.status.success() {
+            return Err(peer_error(
+                peer,
+                format!("`{PEER_BUILD_COMMAND} {peer}` failed ({})", output.status),
+            ));
+        }
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let bin = PathBuf::from(stdout.lines().last().unwrap_or_default().trim());
+        let dir = bin.parent().and_then(Path::parent).map(Path::to_owned);
+        match dir {
+            Some(dir) if bin.is_file() => Ok(Self {
+                peer: peer.to_owned(),
+                bin,
+                dir,
+            }),
+            _ => Err(peer_error(
+                peer,
+                format!("`{PEER_BUILD_COMMAND} {peer}` printed no binary path"),
+            )),
+        }
+    }
+
+    /// The binary's name (`training-operator`).
+    pub fn name(&self) -> &str {
+        self.bin
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or(&self.peer)
+    }
+
+    /// The peer's CRDs, as its module ships them, sorted by file name.
+    pub fn crds(&self) -> Result<Vec<CustomResourceDefinition>> {
+        let dir = self.dir.join("crds");
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .map_err(Error::io(&dir))?
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|path| path.extension().is_some_and(|e| e == "yaml"))
+            .collect();
+        files.sort();
+        files
+            .iter()
+            .map(|file| {
+                let text = std::fs::read_to_string(file).map_err(Error::io(file))?;
+                serde_saphyr::from_str(&text).map_err(|e| {
+                    peer_error(&self.peer, format!("CRD {} does not parse: {e}", file.display()))
+                })
+            })
+            .collect()
+    }
+
+    /// The peer's ValidatingWebhookConfiguration as its module ships it, if it has one.
+    fn webhooks(&self) -> Result<Option<ValidatingWebhookConfiguration>> {
+        let file = self.dir.join("webhooks.yaml");
+        if !file.is_file() {
+            return Ok(None);
+        }
+        let text = std::fs::read_to_string(&file).map_err(Error::io(&file))?;
+        serde_saphyr::from_str(&text)
+            .map(Some)
+            .map_err(|e| peer_error(&self.peer, format!("{} does not parse: {e}", file.display())))
+    }
+}
+
+/// Whether the API server calls the peer's validating webhooks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeerWebhooks {
+    /// A ValidatingWebhookConfiguration of its own (`kfop-peer-<namespace>-<name>`, the module's
+    /// webhooks and paths) sends requests for the watched namespace to the peer's webhook server
+    /// at `https://127.0.0.1:<port>`, trusting a CA made for it; deleted when the peer stops.
+    Loopback,
+    /// No webhook configuration: the API server never calls the peer.
+    Off,
+}
+
+/// How to run a peer. The flags are training-operator's.
+#[derive(Debug, Clone)]
+pub struct PeerOptions {
+    /// The folder under `testenv/peers/`.
+    pub peer: String,
+    /// `$MY_POD_NAMESPACE`: where the cert rotator keeps its Secret (created if missing).
+    pub operator_namespace: String,
+    pub webhooks: PeerWebhooks,
+    /// `--enable-scheme` (`pytorchjob`, `tfjob`, ...); empty enables every scheme, which needs
+    /// every CRD of the peer. Only the enabled schemes' webhooks are configured.
+    pub enable_schemes: Vec<String>,
+    /// `--gang-scheduler-name` (`volcano`, `scheduler-plugins`); none disables gang scheduling.
+    pub gang_scheduler: Option<String>,
+    /// Install the peer's own CRDs first. Off on a plane that already has kfop's.
+    pub install_crds: bool,
+    /// `--controller-threads`.
+    pub controller_threads: u32,
+    /// Appended to the command line (e.g. `--zap-log-level=info`).
+    pub extra_args: Vec<String>,
+    /// How long to wait for `/readyz`.
+    pub start_timeout: Duration,
+}
+
+impl Default for PeerOptions {
+    fn default() -> Self {
+        Self {
+            peer: TRAINING_OPERATOR.to_owned(),
+            operator_namespace: "kubeflow".to_owned(),
+            webhooks: PeerWebhooks::Loopback,
+            enable_schemes: Vec::new(),
+            gang_scheduler: None,
+            install_crds: true,
+            controller_threads: 1,
+            extra_args: Vec::new(),
+            start_timeout: wait::default_timeout(),
+        }
+    }
+}
+
+/// A running peer operator. Dropping it stops the process, deletes its webhook configuration
+/// and removes its directory (kept, with its log, when the thread is panicking: a failed test).
+#[derive(Debug)]
+pub struct Peer {
+    build: PeerBuild,
+    component: Component,
+    dir: PathBuf,
+    kubeconfig: PathBuf,
+    namespace: String,
+    webhook_config: Option<String>,
+    metrics_port: u16,
+    health_port: u16,
+    webhook_port: u16,
+}
+
+impl Peer {
+    /// Builds or reuses the peer, installs its CRDs (unless told not to), prepares what its
+    /// deployment manifests would (namespaces, the empty webhook Secret, serving certs, a
+    /// webhook configuration) and starts it watching `namespace` only, with leader election
+    /// off, no gang scheduler unless asked, and metrics, probes and webhook on free loopback
+    /// ports. Returns once `/readyz` answers 200 (for training-operator: its cert rotator is
+    /// done and its webhook server serves) and every enabled webhook answers.
+    pub async fn start(kubeconfig: &Path, namespace: &str, options: PeerOptions) -> Result<Self> {
+        let started = Instant::now();
+        let peer = options.peer.clone();
+        let build = tokio::task::spawn_blocking(move || PeerBuild::locate_or_build(&peer))
+            .await
+            .map_err(|e| peer_error(&options.peer, format!("build task: {e}")))??;
+        let name = build.name().to_owned();
+        let client = kubeconfig::client_from(kubeconfig).await?;
+        if options.install_crds {
+            crate::install_crds(&client, build.crds()?).await?;
+        }
+        ensure_namespace(&client, namespace).await?;
+        ensure_namespace(&client, &options.operator_namespace).await?;
+
+        let dir = fresh_dir(&name, namespace)?;
+        let logs = dir.join("logs");
+        std::fs::create_dir_all(&logs).map_err(Error::io(&logs))?;
+        let [metrics_port, health_port, webhook_port]: [u16; 3] = free_ports(3)?
+            .try_into()
+            .map_err(|_| peer_error(&name, "could not reserve 3 ports"))?;
+
+        // The webhook server needs a serving cert before it starts. In cluster the rotator writes
+        // it to the Secret and the kubelet mounts it; here nobody would, and the rotator's cert
+        // names only `<service>.<namespace>.svc`, which the API server cannot reach. So the peer
+        // serves a cert of ours (also valid for 127.0.0.1) from a private `$TMPDIR`, and the
+        // rotator keeps its own Secret, which nothing reads.
+        let tmp = dir.join("tmp");
+        let webhooks = build
+            .webhooks()?
+            .map(|vwc| enabled_webhooks(vwc, &options.enable_schemes));
+        let webhook_paths = webhooks.as_ref().map(webhook_paths).unwrap_or_default();
+        let ca = if webhooks.is_some() {
+            let ca = write_serving_cert(&tmp.join(SERVING_CERT_DIR), &options.operator_namespace)?;
+            ensure_rotator_sees_certs(&name, &ca.pem)?;
+            ensure_secret(&client, &options.operator_namespace).await?;
+            Some(ca)
+        } else {
+            None
+        };
+
+        let mut args = vec![
+            // `--namespace` decides what it watches; an inherited value must not leak in.
+            "-u".to_owned(),
+            "KUBEFLOW_NAMESPACE".to_owned(),
+            format!("MY_POD_NAMESPACE={}", options.operator_namespace),
+            format!("TMPDIR={}", tmp.display()),
+            build.bin.display().to_string(),
+            format!("--kubeconfig={}", kubeconfig.display()),
+            format!("--namespace={namespace}"),
+            format!("--metrics-bind-address=127.0.0.1:{metrics_port}"),
+            format!("--health-probe-bind-address=127.0.0.1:{health_port}"),
+            format!("--webhook-server-port={webhook_port}"),
+            "--leader-elect=false".to_owned(),
+            format!("--controller-threads={}", options.controller_threads),
+        ];
+        for scheme in &options.enable_schemes {
+            args.push(format!("--enable-scheme={scheme}"));
+        }
+        if let Some(gang) = &options.gang_scheduler {
+            args.push(format!("--gang-scheduler-name={gang}"));
+        }
+        args.extend(options.extra_args.iter().cloned());
+        // `env` sets the environment and execs the peer in place, so the parent-death signal
+        // `process::spawn` arranges applies to the peer itself.
+        let component = process::spawn(&name, Path::new("env"), &args, &logs, Lifetime::DieWithParent)?;
+        let mut peer = Self {
+            build,
+            component,
+            dir,
+            kubeconfig: kubeconfig.to_owned(),
+            namespace: namespace.to_owned(),
+            webhook_config: None,
+            metrics_port,
+            health_port,
+            webhook_port,
+        };
+        // Applied once the peer runs, so that it is deleted with the peer whatever fails next;
+        // until the webhook server listens, writes of jobs in `namespace` are refused.
+        if let (PeerWebhooks::Loopback, Some(vwc), Some(ca)) = (options.webhooks, webhooks, &ca) {
+            let vwc = loopback_webhooks(vwc, &name, namespace, webhook_port, &ca.pem);
+            let vwc_name = vwc.metadata.name.clone().unwrap_or_default();
+            peer.webhook_config = Some(vwc_name.clone());
+            Api::<ValidatingWebhookConfiguration>::all(client.clone())
+                .patch(
+                    &vwc_name,
+                    &PatchParams::apply("kfop-testenv").force(),
+                    &Patch::Apply(&vwc),
+                )
+                .await
+                .map_err(Error::kube(format!("applying webhook configuration {vwc_name}")))?;
+        }
+
+        let deadline = Instant::now() + options.start_timeout;
+        let readyz = SocketAddr::from(([127, 0, 0, 1], health_port));
+        while !http_ok(readyz, "/readyz") {
+            peer.component.check_alive()?;
+            if Instant::now() >= deadline {
+                return Err(Error::Timeout {
+                    what: format!(
+                        "{name} /readyz on {readyz}; last log lines from {}:\n{}",
+                        peer.log().display(),
+                        peer.log_tail(20)
+                    ),
+                    seconds: started.elapsed().as_secs(),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        // `/readyz` passes once the webhook server serves the first scheme's webhook; the other
+        // schemes register theirs just after (in random order), and until then the API server
+        // gets 404 and refuses their jobs. Wait until every path answers.
+        if let Some(ca) = &ca {
+            let probe = webhook_client(webhook_port, ca)?;
+            for path in &webhook_paths {
+                while !webhook_answers(&probe, path).await {
+                    peer.component.check_alive()?;
+                    if Instant::now() >= deadline {
+                        return Err(Error::Timeout {
+                            what: format!("{name} to serve webhook {path}"),
+                            seconds: started.elapsed().as_secs(),
+                        });
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+        tracing::info!(peer = %name, %namespace, elapsed_ms = started.elapsed().as_millis(), "peer ready");
+        Ok(peer)
+    }
+
+    pub fn build(&self) -> &PeerBuild {
+        &self.build
+    }
+
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    /// Its stdout and stderr.
+    pub fn log(&self) -> &Path {
+        &self.component.log
+    }
+
+    pub fn log_tail(&self, lines: usize) -> String {
+        log_tail(&self.component.log, lines)
+    }
+
+    /// `127.0.0.1:<port>` of its Prometheus metrics (`/metrics`).
+    pub fn metrics_addr(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.metrics_port))
+    }
+
+    /// `127.0.0.1:<port>` of its `/healthz` and `/readyz`.
+    pub fn health_addr(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.health_port))
+    }
+
+    /// Its webhook server's port (it listens on every interface: the flag sets only the port).
+    pub fn webhook_port(&self) -> u16 {
+        self.webhook_port
+    }
+
+    /// Fails with the log tail if the process has exited.
+    pub fn check_alive(&mut self) -> Result<()> {
+        self.component.check_alive()
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        stop_pid(self.component.child.id(), Duration::from_secs(5));
+        let _ = self.component.child.wait();
+        if let Some(name) = self.webhook_config.take() {
+            // A configuration left behind would fail every write of jobs in the namespace
+            // (failurePolicy Fail). Drop cannot await: delete from a thread with its own runtime.
+            let kubeconfig = self.kubeconfig.clone();
+            let deleting = std::thread::spawn(move || {
+                let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+                    return;
+                };
+                rt.block_on(async {
+                    if let Ok(client) = kubeconfig::client_from(&kubeconfig).await {
+                        let api = Api::<ValidatingWebhookConfiguration>::all(client);
+                        let _ = api.delete(&name, &DeleteParams::default()).await;
+                    }
+                });
+            });
+            let _ = deleting.join();
+        }
+        if std::thread::panicking() {
+            eprintln!(
+                "kept the log of peer {} in {}",
+                self.build.peer,
+                self.component.log.display()
+            );
+        } else {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+fn peer_error(peer: &str, message: impl Into<String>) -> Error {
+    Error::Peer {
+        peer: peer.to_owned(),
+        message: message.into(),
+    }
+}
+
+/// A new directory `$TMPDIR/kfop-peers/<name>-<namespace>-<pid>-<nanos>`.
+fn fresh_dir(name: &str, namespace: &str) -> Result<PathBuf> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let dir = std::env::temp_dir()
+        .join("kfop-peers")
+        .join(format!("{name}-{namespace}-{}-{nanos:09}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(Error::io(&dir))?;
+    Ok(dir)
+}
+
+async fn ensure_namespace(client: &Client, name: &str) -> Result<()> {
+    let ns = Namespace {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    };
+    match Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+        Err(e) => Err(Error::kube(format!("creating namespace {name}"))(e)),
+    }
+}
+
+/// The empty Secret the deployment manifests create (a `secretGenerator`); the rotator fills it
+/// and fails at start if it is missing.
+async fn ensure_secret(client: &Client, namespace: &str) -> Result<()> {
+    let secret = Secret {
+        metadata: ObjectMeta {
+            name: Some(WEBHOOK_SECRET.to_owned()),
+            ..ObjectMeta::default()
+        },
+        type_: Some("Opaque".to_owned()),
+        ..Secret::default()
+    };
+    match Api::<Secret>::namespaced(client.clone(), namespace)
+        .create(&PostParams::default(), &secret)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+        Err(e) => Err(Error::kube(format!(
+            "creating secret {namespace}/{WEBHOOK_SECRET}"
+        ))(e)),
+    }
+}
+
+/// The CA that signed the peer's serving cert.
+struct Ca {
+    pem: String,
+    der: Vec<u8>,
+}
+
+/// Writes `tls.crt` and `tls.key` (valid for 127.0.0.1 and the in-cluster service name) into
+/// `dir` and returns the CA that signed them.
+fn write_serving_cert(dir: &Path, operator_namespace: &str) -> Result<Ca> {
+    std::fs::create_dir_all(dir).map_err(Error::io(dir))?;
+    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "kfop-peer-webhook-ca");
+    ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::DigitalSignature];
+    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate()?)?;
+    let key = KeyPair::generate()?;
+    let mut params = CertificateParams::new(vec![
+        "127.0.0.1".to_owned(),
+        "localhost".to_owned(),
+        format!("training-operator.{operator_namespace}.svc"),
+    ])?;
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "kfop-peer-webhook");
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    let cert = params.signed_by(&key, &ca)?;
+    for (file, contents) in [("tls.crt", cert.pem()), ("tls.key", key.serialize_pem())] {
+        let path = dir.join(file);
+        std::fs::write(&path, contents).map_err(Error::io(&path))?;
+    }
+    Ok(Ca {
+        pem: ca.pem(),
+        der: ca.der().to_vec(),
+    })
+}
+
+/// The rotator only starts the controllers once `/tmp/k8s-webhook-server/serving-certs/tls.crt`
+/// exists (it never reads it; `$TMPDIR` does not move it). Creates it if missing, never
+/// overwrites it: several peers may share it.
+fn ensure_rotator_sees_certs(peer: &str, pem: &str) -> Result<()> {
+    let dir = Path::new(ROTATOR_CERT_DIR);
+    let file = dir.join("tls.crt");
+    if file.exists() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(dir).map_err(Error::io(dir))?;
+    match std::fs::File::options().write(true).create_new(true).open(&file) {
+        Ok(mut f) => f.write_all(pem.as_bytes()).map_err(Error::io(&file)),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(peer_error(
+            peer,
+            format!("its cert rotator waits for {} to exist: {e}", file.display()),
+        )),
+    }
+}
+
+/// The module's webhook configuration, renamed (the rotator only rewrites the caBundle of the
+/// one named `validator.training-operator.kubeflow.org`, and would put its CA there) and pointed
+/// at the peer on loopback, for `namespace` only.
+fn loopback_webhooks(
+    mut vwc: ValidatingWebhookConfiguration,
+    name: &str,
+    namespace: &str,
+    port: u16,
+    ca_pem: &str,
+) -> ValidatingWebhookConfiguration {
+    vwc.metadata = ObjectMeta {
+        name: Some(format!("kfop-peer-{namespace}-{name}")),
+        labels: Some(BTreeMap::from([(
+            "app.kubernetes.io/managed-by".to_owned(),
+            "kfop-testenv".to_owned(),
+        )])),
+        ..ObjectMeta::default()
+    };
+    for webhook in vwc.webhooks.iter_mut().flatten() {
+        let path = webhook
+            .client_config
+            .service
+            .as_ref()
+            .and_then(|s| s.path.clone())
+            .unwrap_or_default();
+        webhook.client_config = WebhookClientConfig {
+            url: Some(format!("https://127.0.0.1:{port}{path}")),
+            ca_bundle: Some(ByteString(ca_pem.as_bytes().to_vec())),
+            service: None,
+        };
+        webhook.namespace_selector = Some(LabelSelector {
+            match_labels: Some(BTreeMap::from([(
+                "kubernetes.io/metadata.name".to_owned(),
+                namespace.to_owned(),
+            )])),
+            ..LabelSelector::default()
+        });
+    }
+    vwc
+}
+
+/// `vwc` with only the webhooks of `schemes` (all when empty). A scheme's webhook path ends in
+/// its name (`/validate-kubeflow-org-v1-pytorchjob`); a disabled scheme's path would answer 404,
+/// and the API server would refuse every job of that kind (failurePolicy Fail).
+fn enabled_webhooks(
+    mut vwc: ValidatingWebhookConfiguration,
+    schemes: &[String],
+) -> ValidatingWebhookConfiguration {
+    if schemes.is_empty() {
+        return vwc;
+    }
+    if let Some(webhooks) = &mut vwc.webhooks {
+        webhooks.retain(|w| {
+            let path = w.client_config.service.as_ref().and_then(|s| s.path.as_deref());
+            path.is_some_and(|p| {
+                schemes
+                    .iter()
+                    .any(|s| p.ends_with(&format!("-{}", s.to_ascii_lowercase())))
+            })
+        });
+    }
+    vwc
+}
+
+/// The paths of the webhooks in `vwc`.
+fn webhook_paths(vwc: &ValidatingWebhookConfiguration) -> Vec<String> {
+    vwc.webhooks
+        .iter()
+        .flatten()
+        .filter_map(|w| w.client_config.service.as_ref()?.path.clone())
+        .collect()
+}
+
+/// A client for the peer's webhook server, trusting its CA as the API server does.
+fn webhook_client(port: u16, ca: &Ca) -> Result<Client> {
+    let url: http::Uri = format!("https://127.0.0.1:{port}")
+        .parse()
+        .map_err(|e| Error::Startup(format!("webhook URL: {e}")))?;
+    let mut config = kube::Config::new(url);
+    config.root_cert = Some(vec![ca.der.clone()]);
+    Client::try_from(config).map_err(Error::kube("building a client for the peer's webhooks"))
+}
+
+/// Whether the webhook at `path` handles an AdmissionReview: any HTTP 200 (it may well refuse
+/// the empty object); an unregistered path answers 404.
+async fn webhook_answers(client: &Client, path: &str) -> bool {
+    let review = serde_json::json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": { "uid": "kfop-peer-probe", "operation": "CREATE", "object": {} },
+    });
+    let Ok(request) = http::Request::post(path)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(review.to_string().into_bytes())
+    else {
+        return false;
+    };
+    client.request_text(request).await.is_ok()
+}
+
+/// Whether `GET path` on `addr` answers 200 (controller-runtime's probe server speaks HTTP/1).
+fn http_ok(addr: SocketAddr, path: &str) -> bool {
+    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(500)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    let request = format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n");
+    if stream.write_all(request.as_bytes()).is_err() {
+        return false;
+    }
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).is_ok() && head.starts_with(b"HTTP/1.") && &head[9..12] == b"200"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn upstream_like() -> ValidatingWebhookConfiguration {
+        serde_saphyr::from_str(
+            "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\n\
+             metadata:\n  name: validating-webhook-configuration\nwebhooks:\n\
+             - admissionReviewVersions: [v1]\n  clientConfig:\n    service:\n      name: webhook-service\n\
+             \x20     namespace: system\n      path: /validate-kubeflow-org-v1-pytorchjob\n\
+             \x20 failurePolicy: Fail\n  name: validator.pytorchjob.training-operator.kubeflow.org\n\
+             \x20 sideEffects: None\n",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn webhooks_point_at_loopback_for_one_namespace() {
+        let vwc = loopback_webhooks(upstream_like(), "training-operator", "kf", 9443, "PEM");
+        assert_eq!(
+            vwc.metadata.name.as_deref(),
+            Some("kfop-peer-kf-training-operator")
+        );
+        let hooks = vwc.webhooks.unwrap();
+        let hook = &hooks[0];
+        assert_eq!(hook.name, "validator.pytorchjob.training-operator.kubeflow.org");
+        assert_eq!(
+            hook.client_config.url.as_deref(),
+            Some("https://127.0.0.1:9443/validate-kubeflow-org-v1-pytorchjob")
+        );
+        assert!(hook.client_config.service.is_none());
+        assert_eq!(hook.client_config.ca_bundle.as_ref().unwrap().0, b"PEM");
+        assert_eq!(
+            hook.namespace_selector
+                .as_ref()
+                .unwrap()
+                .match_labels
+                .as_ref()
+                .unwrap()["kubernetes.io/metadata.name"],
+            "kf"
+        );
+        assert_eq!(hook.failure_policy.as_deref(), Some("Fail"));
+    }
+
+    #[test]
+    fn only_enabled_schemes_keep_their_webhooks() {
+        let all = upstream_like();
+        assert_eq!(webhook_paths(&enabled_webhooks(all.clone(), &[])).len(), 1);
+        let tf = enabled_webhooks(all.clone(), &["tfjob".to_owned()]);
+        assert!(webhook_paths(&tf).is_empty());
+        let pytorch = enabled_webhooks(all, &["PyTorchJob".to_owned()]);
+        assert_eq!(webhook_paths(&pytorch), ["/validate-kubeflow-org-v1-pytorchjob"]);
+    }
+
+    #[test]
+    fn serving_cert_is_written_with_its_key() {
+        let dir = std::env::temp_dir().join(format!("kfop-peer-cert-{}", std::process::id()));
+        let ca = write_serving_cert(&dir, "kubeflow").unwrap();
+        assert!(ca.pem.starts_with("-----BEGIN CERTIFICATE-----"));
+        assert!(!ca.der.is_empty());
+        assert!(
+            std::fs::read_to_string(dir.join("tls.crt"))
+                .unwrap()
+                .contains("BEGIN CERTIFICATE")
+        );
+        assert!(
+            std::fs::read_to_string(dir.join("tls.key"))
+                .unwrap()
+                .contains("PRIVATE KEY")
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
