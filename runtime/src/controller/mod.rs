@@ -228,12 +228,10 @@ fn resync_once<F: Framework>(
             continue;
         }
         let work = match plan_job(ctx, job) {
-            Ok(plan) => plan.has_work(),
-            Err(_) => true,
+            Ok(plan) if plan.has_work() => plan.work(),
+            Ok(_) => continue,
+            Err(e) => e.to_string(),
         };
-        if !work {
-            continue;
-        }
         pending += 1;
         let owner = Owner::of(job.as_ref());
         if ctx.activity.overdue(&owner, Instant::now()) {
@@ -242,6 +240,7 @@ fn resync_once<F: Framework>(
                 %controller,
                 namespace = owner.namespace.as_deref().unwrap_or_default(),
                 job = %owner.name,
+                %work,
                 "resync found work no event had triggered (a watch event was lost)"
             );
         }

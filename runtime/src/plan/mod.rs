@@ -128,6 +128,30 @@ impl Plan {
             || self.status.is_some()
             || self.delete_job
     }
+
+    /// The work this plan holds, counted per kind of change (for the resync's warning, to tell
+    /// a lost event from a cache that lags its own writes).
+    pub fn work(&self) -> String {
+        let counts = [
+            ("pod creates", self.create_pods.len()),
+            ("service creates", self.create_services.len()),
+            ("pod deletes", self.delete_pods.len()),
+            ("service deletes", self.delete_services.len()),
+            ("object creates", self.create_objects.len()),
+            ("object patches", self.patch_objects.len()),
+            ("object deletes", self.delete_objects.len()),
+            ("events", self.events.len()),
+            ("metrics", self.metrics.len()),
+            ("status change", usize::from(self.status.is_some())),
+            ("job delete", usize::from(self.delete_job)),
+        ];
+        let parts: Vec<String> = counts
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(what, n)| format!("{n} {what}"))
+            .collect();
+        parts.join(", ")
+    }
 }
 
 /// Why a job could not be planned.

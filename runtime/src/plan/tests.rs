@@ -815,3 +815,17 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn work_names_what_a_plan_would_change() {
+    assert_eq!(Plan::default().work(), "");
+    assert!(!Plan::default().has_work());
+    let plan = Plan {
+        create_pods: vec![Pod::default(), Pod::default()],
+        status: Some(JobStatus::default()),
+        requeue_after: Some(Duration::from_secs(1)),
+        ..Plan::default()
+    };
+    assert!(plan.has_work());
+    assert_eq!(plan.work(), "2 pod creates, 1 status change");
+}
