@@ -197,8 +197,12 @@ pub async fn run(args: &Args, duration: Duration) -> Result<SoakResults> {
                     Err(seen) => {
                         tally.stranded += 1;
                         results.stranded.push(format!(
-                            "{:?} {} ({:?}, during {:?}): {seen}",
-                            job.kind, job.name, job.scenario, job.fault
+                            "{:?} {} ({:?}, during {:?}): {seen}; pod history: {}",
+                            job.kind,
+                            job.name,
+                            job.scenario,
+                            job.fault,
+                            pods.lives_of(&job.name)
                         ));
                     }
                 }
@@ -301,12 +305,12 @@ async fn submit(
     drivers
 }
 
-/// Per pod name: its job and every UID it had.
-type PodUids = BTreeMap<String, (String, BTreeSet<String>)>;
+/// Per pod name: its job and what it went through, as (UID, phase, being deleted) in order.
+type PodLives = BTreeMap<String, (String, Vec<(String, String, bool)>)>;
 
-/// Every pod UID seen per pod name, from a watch of the namespace.
+/// Every pod UID and phase seen per pod name, from a watch of the namespace.
 struct PodHistory {
-    seen: Arc<std::sync::Mutex<PodUids>>,
+    seen: Arc<std::sync::Mutex<PodLives>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -326,13 +330,40 @@ impl PodHistory {
                     continue;
                 };
                 let job = pod.labels().get(JOB_NAME_LABEL).cloned().unwrap_or_default();
-                let entry = seen
-                    .entry(pod.name_any())
-                    .or_insert_with(|| (job, BTreeSet::new()));
-                entry.1.extend(pod.uid());
+                let (_, lives) = seen.entry(pod.name_any()).or_insert_with(|| (job, Vec::new()));
+                let now = (
+                    pod.uid().unwrap_or_default(),
+                    pods::phase(&pod).to_owned(),
+                    pod.metadata.deletion_timestamp.is_some(),
+                );
+                if lives.last() != Some(&now) {
+                    lives.push(now);
+                }
             }
         });
         Self { seen, task }
+    }
+
+    /// What the pods of `job` went through: `name: uid-prefix phase[ deleting] -> ...`.
+    fn lives_of(&self, job: &str) -> String {
+        let Ok(seen) = self.seen.lock() else {
+            return "pod history poisoned".into();
+        };
+        let lives: Vec<String> = seen
+            .iter()
+            .filter(|(_, (owner, _))| owner == job)
+            .map(|(pod, (_, lives))| {
+                let steps: Vec<String> = lives
+                    .iter()
+                    .map(|(uid, phase, deleting)| {
+                        let short = uid.get(..8).unwrap_or(uid);
+                        format!("{short} {phase}{}", if *deleting { " deleting" } else { "" })
+                    })
+                    .collect();
+                format!("{pod}: {}", steps.join(" -> "))
+            })
+            .collect();
+        lives.join("; ")
     }
 
     /// Pod names created more than once for jobs whose scenario never replaces a pod.
@@ -342,13 +373,13 @@ impl PodHistory {
             return vec!["pod history poisoned".into()];
         };
         seen.iter()
-            .filter(|(_, (job, uids))| {
-                uids.len() > 1
-                    && scenarios.get(job).is_some_and(|s| {
-                        matches!(s, Scenario::Succeed | Scenario::Fail | Scenario::DeleteMidRun)
-                    })
+            .filter_map(|(pod, (job, lives))| {
+                let uids: BTreeSet<&String> = lives.iter().map(|(uid, ..)| uid).collect();
+                let never_replaced = scenarios.get(job).is_some_and(|s| {
+                    matches!(s, Scenario::Succeed | Scenario::Fail | Scenario::DeleteMidRun)
+                });
+                (uids.len() > 1 && never_replaced).then(|| format!("{pod}: {} pods", uids.len()))
             })
-            .map(|(pod, (_, uids))| format!("{pod}: {} pods", uids.len()))
             .collect()
     }
 }
