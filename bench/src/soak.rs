@@ -90,6 +90,8 @@ pub struct SoakResults {
     pub by_fault: BTreeMap<String, Tally>,
     /// Pod names created more than once for one replica of a job that never replaces pods.
     pub duplicate_pods: Vec<String>,
+    /// Pods with more SuccessfulCreatePod events than they had UIDs: a create reported twice.
+    pub duplicate_create_events: Vec<String>,
     /// Pods, services and owned objects left after every job was deleted.
     pub orphans: Vec<String>,
     pub injected: Option<chaos::Injected>,
@@ -226,6 +228,7 @@ pub async fn run(args: &Args, duration: Duration) -> Result<SoakResults> {
         );
     }
     results.burst = burst;
+    results.duplicate_create_events = duplicate_create_events(&client, &pods.uids_per_pod()).await;
     results.duplicate_pods = pods.duplicates(&scenarios);
     results.orphans = orphans(&client).await;
     let mut counted = injected.unwrap_or_default();
@@ -366,6 +369,19 @@ impl PodHistory {
         lives.join("; ")
     }
 
+    /// How many distinct pods (UIDs) each pod name had.
+    fn uids_per_pod(&self) -> BTreeMap<String, usize> {
+        let Ok(seen) = self.seen.lock() else {
+            return BTreeMap::new();
+        };
+        seen.iter()
+            .map(|(pod, (_, lives))| {
+                let uids: BTreeSet<&String> = lives.iter().map(|(uid, ..)| uid).collect();
+                (pod.clone(), uids.len())
+            })
+            .collect()
+    }
+
     /// Pod names created more than once for jobs whose scenario never replaces a pod.
     fn duplicates(self, scenarios: &BTreeMap<String, Scenario>) -> Vec<String> {
         self.task.abort();
@@ -382,6 +398,33 @@ impl PodHistory {
             })
             .collect()
     }
+}
+
+/// Pods the operator reported creating more often than they were created (`uids` per pod name).
+async fn duplicate_create_events(client: &Client, uids: &BTreeMap<String, usize>) -> Vec<String> {
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), NAMESPACE);
+    let list = match events.list(&ListParams::default()).await {
+        Ok(list) => list.items,
+        Err(e) => return vec![format!("listing events: {e}")],
+    };
+    let mut created: BTreeMap<String, usize> = BTreeMap::new();
+    for event in list {
+        if event.reason.as_deref() == Some("SuccessfulCreatePod")
+            && let Some(pod) = event.related.and_then(|r| r.name)
+        {
+            *created.entry(pod).or_default() += 1;
+        }
+    }
+    created
+        .into_iter()
+        .filter(|(pod, events)| *events > uids.get(pod).copied().unwrap_or(0))
+        .map(|(pod, events)| {
+            format!(
+                "{pod}: {events} create events, {} pods",
+                uids.get(&pod).copied().unwrap_or(0)
+            )
+        })
+        .collect()
 }
 
 /// Objects kfop made that outlive their (deleted) jobs, after the garbage collector had a minute.
@@ -471,6 +514,12 @@ fn check(results: &mut SoakResults, duration: Duration) {
             results.duplicate_pods.len()
         ));
     }
+    if !results.duplicate_create_events.is_empty() {
+        results.failures.push(format!(
+            "{} pods had more create events than creations",
+            results.duplicate_create_events.len()
+        ));
+    }
     if !results.orphans.is_empty() {
         results
             .failures
@@ -545,7 +594,8 @@ pub fn markdown(r: &SoakResults) -> String {
         "# kfop {}\n\n| | |\n|---|---|\n\
          | duration (s) | {:.0} |\n| rate (jobs/s) | {} |\n| resync period (s) | {:.0} |\n\
          | jobs (7 kinds x 5 scenarios) | {} |\n| converged | {} |\n| stranded | {} |\n\
-         | pods created twice for one replica | {} |\n| orphans after deletion | {} |\n\
+         | pods created twice for one replica | {} |\n| pods with more create events than creations | {} |\n\
+         | orphans after deletion | {} |\n\
          | resyncs / found work | {:.0} / {:.0} |\n\
          | forbidden responses (operator as its ServiceAccount) | {:.0} |\n",
         mode(r.chaos),
@@ -556,6 +606,7 @@ pub fn markdown(r: &SoakResults) -> String {
         r.converged,
         r.stranded.len(),
         r.duplicate_pods.len(),
+        r.duplicate_create_events.len(),
         r.orphans.len(),
         r.resyncs,
         r.resync_found_work,
@@ -619,6 +670,7 @@ pub fn markdown(r: &SoakResults) -> String {
         .stranded
         .iter()
         .chain(&r.duplicate_pods)
+        .chain(&r.duplicate_create_events)
         .chain(&r.orphans)
         .chain(&r.failures)
     {

@@ -52,6 +52,11 @@ fn faults_strand_double_and_orphan_nothing() {
         "{report}"
     );
     assert_eq!(json["orphans"].as_array().map(Vec::len), Some(0), "{report}");
+    assert_eq!(
+        json["duplicate_create_events"].as_array().map(Vec::len),
+        Some(0),
+        "{report}"
+    );
     assert_eq!(json["resync_found_work"].as_f64(), Some(0.0), "{report}");
     // The operator ran as its ServiceAccount with exactly its generated ClusterRole.
     assert_eq!(json["forbidden_responses"].as_f64(), Some(0.0), "{report}");
