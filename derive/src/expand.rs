@@ -17,6 +17,10 @@ pub fn expand(job: &Job, spec: Spec) -> TokenStream {
     let training_job = training_job_impl(job, &spec, &kind);
     let item = spec_struct(job, &spec, &transform);
     quote! {
+        // The root's CEL rules make kube-derive name `schemars::Schema` unqualified.
+        #[doc(hidden)]
+        #[allow(unused_imports)]
+        use ::kfop_runtime::__private::*;
         #item
         #transform_fn
         #replica_type
@@ -84,6 +88,10 @@ fn kube_attr(job: &Job, spec: &Spec) -> syn::Attribute {
         }
     });
     let doc = format!(" A {kind} ({group}/{version}): a {} training job.", job.framework);
+    let root_rules = rules::root_rules(job, spec).into_iter().map(|r| {
+        let (rule, message) = (&r.rule, &r.message);
+        quote!(validation = ::kfop_runtime::kube::core::Rule::new(#rule).message(#message),)
+    });
     // The root type gets the comparison and default the spec has.
     let root_derives = ["PartialEq", "Default"]
         .into_iter()
@@ -104,6 +112,9 @@ fn kube_attr(job: &Job, spec: &Spec) -> syn::Attribute {
             printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
             #scale
             #(#root_derives)*
+            #(#root_rules)*
+            // kube-derive does not pass `crates` on to the root's schema with rules.
+            attr = "x_kube(crates(kube_core = \"::kfop_runtime::kube::core\", schemars = \"::kfop_runtime::schemars\", serde = \"::kfop_runtime::serde\", serde_json = \"::kfop_runtime::serde_json\"))",
             crates(
                 kube = "::kfop_runtime::kube",
                 kube_core = "::kfop_runtime::kube::core",

@@ -53,10 +53,13 @@
 //!   not write), so `PyTorchJob` is a namespaced custom resource with `JobStatus` status, the
 //!   status (and optional scale) subresource, short names, categories and Kubeflow's `State`
 //!   and `Age` printer columns.
-//! * Admission rules in the CRD schema (see `rules.rs`): replica-type keys are the declared roles
+//! * Admission rules in the CRD schema (see `rules.rs`): the job name is a DNS-1035 label short
+//!   enough for `<name>-<replica type>-<index>`, replica-type keys are the declared roles
 //!   in any letter case (Kubeflow normalises `worker` to `Worker`, and so does kfop-runtime),
 //!   each role at most once, replica bounds, non-negative replicas and run-policy durations,
-//!   at most one master role, and Kubeflow's immutable `schedulingPolicy.queue`.
+//!   at most one master role, every replica's pod template has containers with a name and an
+//!   image, and Kubeflow's immutable `schedulingPolicy.queue`. A kind adds its own with
+//!   `kfop_runtime::api::rules` on a struct it flattens into the spec.
 //! * `PyTorchJobReplicaType`: the roles as an enum with `as_str`, `Display`, a case-insensitive
 //!   `FromStr` and serde with Kubeflow's names.
 //! * `impl kfop_runtime::TrainingJob for PyTorchJob`, with the `FrameworkInfo` built once.

@@ -2,23 +2,32 @@
 //! itself rejects invalid jobs (Kubeflow does this in a validating webhook; a CRD needs no
 //! webhook server, certificates or extra round trip).
 //!
-//! The rules go into the spec schema through a schemars `transform` rather than kube's
+//! The spec's rules go into its schema through a schemars `transform` rather than kube's
 //! `KubeSchema`/`#[x_kube(validation)]`: most of them belong to fields of kfop-runtime's types
 //! (the replica spec inside the map, `runPolicy.schedulingPolicy.queue`), which attributes on the
-//! user's struct cannot reach, and `KubeSchema`'s expansion names `schemars::Schema` by a path
-//! that only resolves when the user depends on schemars directly.
+//! user's struct cannot reach. Only the rules on `metadata.name` need the root schema, which
+//! kube-derive builds itself: they go through `#[kube(validation)]`, whose `KubeSchema` expansion
+//! names `schemars::Schema` unqualified (the expansion imports `kfop_runtime::__private::*` for
+//! it, so the user need not depend on schemars).
+//!
+//! Rules a kind adds for what the attribute cannot say (a required role, Kubeflow's named
+//! container) come from `kfop_runtime::api::rules`, on the struct the kind flattens into its spec.
 use proc_macro2::TokenStream;
 use quote::quote;
 
 use crate::args::{Job, Role, role_list};
 use crate::spec::Spec;
 
+/// The most containers a replica's pod template may list: far above any real pod's, and a bound
+/// the API server needs to cost CEL rules over the list (a kind's named-container rule).
+const MAX_CONTAINERS: usize = 64;
+
 /// Additions to the schema object at `pointer` (a JSON pointer into the spec's schema).
 #[derive(Debug)]
 pub struct Extension {
     pub pointer: String,
-    /// `maxProperties`: bounds a map so the API server can bound the cost of its CEL rules.
-    pub max_properties: Option<usize>,
+    /// Schema keywords to add, as the entries of a JSON object.
+    pub keywords: TokenStream,
     pub rules: Vec<Rule>,
 }
 
@@ -40,6 +49,40 @@ impl Rule {
     }
 }
 
+/// Rules on the whole object, the only place a rule can read `metadata.name`. The job's name
+/// starts every child's name, `<job>-<replica type>-<index>`: a Service name is a DNS-1035 label,
+/// so Kubeflow's webhooks require the job name to be one, and mpi-operator checks the longest
+/// worker's. (A role whose pods the engine does not create, such as MPI's launcher, a batch Job
+/// `<job>-launcher`, is held to the same length: two characters stricter than it needs.) The API
+/// server reports these at the root (`<nil>`): a `fieldPath` must be in the schema, which has no
+/// `metadata` properties.
+pub fn root_rules(job: &Job, spec: &Spec) -> Vec<Rule> {
+    let specs = format!("self.spec.{}", spec.replica_specs.json);
+    // An absent count is the role's default; the largest default gives the longest index.
+    let default_index = job
+        .roles
+        .iter()
+        .map(|r| r.default_replicas.unwrap_or(1) - 1)
+        .max()
+        .unwrap_or(0)
+        .max(0);
+    let count = format!("{specs}[k].replicas");
+    let last_index = format!("has({count}) ? ({count} > 1 ? {count} - 1 : 0) : {default_index}");
+    vec![
+        Rule::new(
+            "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
+            "metadata.name must be a DNS-1035 label (lower-case letters, digits and '-', starting with a letter and ending with a letter or digit): it starts the names of the job's pods and Services; rename the job",
+        ),
+        Rule::new(
+            // 63 characters less the two dashes.
+            format!(
+                "{specs}.all(k, self.metadata.name.size() + k.size() + string({last_index}).size() <= 61)"
+            ),
+            "metadata.name is too long for the job's pod and Service names (<name>-<replica type>-<index> must be at most 63 characters): shorten the name",
+        ),
+    ]
+}
+
 /// Every schema addition for this job kind.
 pub fn extensions(job: &Job, spec: &Spec) -> Vec<Extension> {
     let specs = &spec.replica_specs.json;
@@ -47,21 +90,27 @@ pub fn extensions(job: &Job, spec: &Spec) -> Vec<Extension> {
     let map = format!("/properties/{specs}");
     let non_negative = |field: &str, fix: &str| Extension {
         pointer: format!("/properties/{run_policy}/properties/{field}"),
-        max_properties: None,
+        keywords: TokenStream::new(),
         rules: vec![Rule::new(
             "self >= 0",
             format!("spec.{run_policy}.{field} must not be negative: {fix}"),
         )],
     };
+    let roles = proc_macro2::Literal::usize_unsuffixed(job.roles.len());
     vec![
         Extension {
             pointer: map.clone(),
-            max_properties: Some(job.roles.len()),
+            keywords: quote!("maxProperties": #roles,),
             rules: replica_type_rules(job, specs),
         },
         Extension {
+            pointer: format!("{map}/additionalProperties/properties/template"),
+            keywords: pod_template_schema(),
+            rules: Vec::new(),
+        },
+        Extension {
             pointer: format!("{map}/additionalProperties/properties/replicas"),
-            max_properties: None,
+            keywords: TokenStream::new(),
             rules: vec![Rule::new(
                 "self >= 0",
                 format!("spec.{specs}[*].replicas must not be negative: set it to 0 or more"),
@@ -81,7 +130,7 @@ pub fn extensions(job: &Job, spec: &Spec) -> Vec<Extension> {
         ),
         Extension {
             pointer: format!("/properties/{run_policy}/properties/schedulingPolicy/properties/queue"),
-            max_properties: None,
+            keywords: TokenStream::new(),
             // Kubeflow's exact rule and message.
             rules: vec![Rule::new(
                 "self == oldSelf",
@@ -89,6 +138,36 @@ pub fn extensions(job: &Job, spec: &Spec) -> Vec<Extension> {
             )],
         },
     ]
+}
+
+/// The part of a pod template that admission checks, as Kubeflow's webhooks and mpi-operator do:
+/// at least one container, each with a name and an image. The rest of the template stays
+/// unchecked here (the API server validates the pods it becomes).
+fn pod_template_schema() -> TokenStream {
+    let max_containers = proc_macro2::Literal::usize_unsuffixed(MAX_CONTAINERS);
+    quote! {
+        "required": ["spec"],
+        "properties": { "spec": {
+            "type": "object",
+            "x-kubernetes-preserve-unknown-fields": true,
+            "required": ["containers"],
+            "properties": { "containers": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": #max_containers,
+                "items": {
+                    "type": "object",
+                    "x-kubernetes-preserve-unknown-fields": true,
+                    "required": ["name", "image"],
+                    "properties": {
+                        // A container name is a DNS-1123 label.
+                        "name": { "type": "string", "maxLength": 63 },
+                        "image": { "type": "string", "minLength": 1 }
+                    }
+                }
+            } }
+        } },
+    }
 }
 
 /// Rules on the replica-specs map. Keys are matched case-insensitively, as Kubeflow's defaulting
@@ -170,19 +249,16 @@ fn cel_list(items: impl Iterator<Item = String>) -> String {
 pub fn transform_fn(name: &syn::Ident, extensions: &[Extension]) -> TokenStream {
     let calls = extensions.iter().map(|ext| {
         let pointer = &ext.pointer;
-        let max = ext
-            .max_properties
-            .map(proc_macro2::Literal::usize_unsuffixed)
-            .map(|n| quote!("maxProperties": #n,));
-        let rules = ext.rules.iter().map(|r| {
-            let (rule, message) = (&r.rule, &r.message);
-            quote!({ "rule": #rule, "message": #message })
+        let keywords = &ext.keywords;
+        let rules = (!ext.rules.is_empty()).then(|| {
+            let rules = ext.rules.iter().map(|r| {
+                let (rule, message) = (&r.rule, &r.message);
+                quote!({ "rule": #rule, "message": #message })
+            });
+            quote!("x-kubernetes-validations": [#(#rules),*])
         });
         quote! {
-            extend(#pointer, ::kfop_runtime::serde_json::json!({
-                #max
-                "x-kubernetes-validations": [#(#rules),*]
-            }));
+            extend(#pointer, ::kfop_runtime::serde_json::json!({ #keywords #rules }));
         }
     });
     quote! {

@@ -7,6 +7,7 @@ use kfop_runtime::TrainingJob;
 use kfop_runtime::kube::Resource;
 use kfop_runtime::kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use kfop_runtime::kube::{Client, CustomResourceExt};
+use kfop_testenv::admission::{self, Case, Verdict};
 use kfop_testenv::{TestEnv, TestNamespace};
 use kinds::pytorchjob::PyTorchJob;
 use kinds::tfjob::TFJob;
@@ -47,12 +48,12 @@ fn replica(replicas: i64, name: &str) -> Value {
     replica_of(replicas, json!({ "name": name, "image": "busybox" }))
 }
 
-fn pytorch(specs: Value) -> Value {
+fn pytorch_spec(specs: Value) -> Value {
     json!({ "pytorchReplicaSpecs": specs })
 }
 
 fn master_worker() -> Value {
-    pytorch(json!({ "Master": replica(1, "pytorch"), "Worker": replica(2, "pytorch") }))
+    pytorch_spec(json!({ "Master": replica(1, "pytorch"), "Worker": replica(2, "pytorch") }))
 }
 
 fn with_run_policy(run_policy: Value) -> Value {
@@ -61,162 +62,149 @@ fn with_run_policy(run_policy: Value) -> Value {
     spec
 }
 
-#[derive(Clone, Copy)]
-enum Kind {
-    PyTorch,
-    Tf,
-}
-
-struct Case {
-    what: &'static str,
-    kind: Kind,
-    spec: Value,
-    /// Fragments the API server's message must contain: the field and what is wrong.
-    expect: &'static [&'static str],
-}
-
 fn cases() -> Vec<Case> {
+    let pytorch = ApiResource::erase::<PyTorchJob>(&());
+    let tf = ApiResource::erase::<TFJob>(&());
     let worker = |replicas, restart: &str| {
         let mut r = replica(replicas, "pytorch");
         r["restartPolicy"] = json!(restart);
         r
     };
+    let without_image = replica_of(1, json!({ "name": "pytorch" }));
+    let bad = |what: &str, resource: &ApiResource, spec: Value, expect: &[&str]| {
+        Case::new(what, resource, "bad", spec, Verdict::rejected(expect))
+    };
     vec![
-        Case {
-            what: "unknown replica type Launcher",
-            kind: Kind::PyTorch,
-            spec: pytorch(json!({ "Master": replica(1, "pytorch"), "Launcher": replica(1, "pytorch") })),
-            expect: &[
+        bad(
+            "unknown replica type Launcher",
+            &pytorch,
+            pytorch_spec(json!({ "Master": replica(1, "pytorch"), "Launcher": replica(1, "pytorch") })),
+            &[
                 "spec.pytorchReplicaSpecs",
                 "has an unknown replica type: use only Master, Worker",
             ],
-        },
-        Case {
-            what: "Worker and worker both",
-            kind: Kind::PyTorch,
-            spec: pytorch(json!({ "Worker": replica(1, "pytorch"), "worker": replica(1, "pytorch") })),
-            expect: &["spec.pytorchReplicaSpecs", "twice in different letter case"],
-        },
-        Case {
-            what: "no replica types",
-            kind: Kind::PyTorch,
-            spec: pytorch(json!({})),
-            expect: &["spec.pytorchReplicaSpecs must not be empty"],
-        },
-        Case {
-            what: "replica specs missing",
-            kind: Kind::PyTorch,
-            spec: json!({ "runPolicy": {} }),
-            expect: &["spec.pytorchReplicaSpecs: Required value"],
-        },
-        Case {
-            what: "Master replicas 2 (max 1)",
-            kind: Kind::PyTorch,
-            spec: pytorch(json!({ "Master": replica(2, "pytorch") })),
-            expect: &["spec.pytorchReplicaSpecs.Master.replicas must be 1"],
-        },
-        Case {
-            what: "master replicas 0 (min 1, lower-case key)",
-            kind: Kind::PyTorch,
-            spec: pytorch(json!({ "master": replica(0, "pytorch") })),
-            expect: &["spec.pytorchReplicaSpecs.Master.replicas must be 1"],
-        },
-        Case {
-            what: "Worker replicas -1",
-            kind: Kind::PyTorch,
-            spec: pytorch(json!({ "Worker": replica(-1, "pytorch") })),
-            expect: &[
+        ),
+        bad(
+            "Worker and worker both",
+            &pytorch,
+            pytorch_spec(json!({ "Worker": replica(1, "pytorch"), "worker": replica(1, "pytorch") })),
+            &["spec.pytorchReplicaSpecs", "twice in different letter case"],
+        ),
+        bad(
+            "no replica types",
+            &pytorch,
+            pytorch_spec(json!({})),
+            &["spec.pytorchReplicaSpecs must not be empty"],
+        ),
+        bad(
+            "replica specs missing",
+            &pytorch,
+            json!({ "runPolicy": {} }),
+            &["spec.pytorchReplicaSpecs: Required value"],
+        ),
+        bad(
+            "Master replicas 2 (max 1)",
+            &pytorch,
+            pytorch_spec(json!({ "Master": replica(2, "pytorch") })),
+            &["spec.pytorchReplicaSpecs.Master.replicas must be 1"],
+        ),
+        bad(
+            "master replicas 0 (min 1, lower-case key)",
+            &pytorch,
+            pytorch_spec(json!({ "master": replica(0, "pytorch") })),
+            &["spec.pytorchReplicaSpecs.Master.replicas must be 1"],
+        ),
+        bad(
+            "Worker replicas -1",
+            &pytorch,
+            pytorch_spec(json!({ "Worker": replica(-1, "pytorch") })),
+            &[
                 "spec.pytorchReplicaSpecs[Worker].replicas",
                 "must not be negative",
             ],
-        },
-        Case {
-            what: "restartPolicy Sometimes",
-            kind: Kind::PyTorch,
-            spec: pytorch(json!({ "Worker": worker(1, "Sometimes") })),
-            expect: &[
+        ),
+        bad(
+            "restartPolicy Sometimes",
+            &pytorch,
+            pytorch_spec(json!({ "Worker": worker(1, "Sometimes") })),
+            &[
                 "spec.pytorchReplicaSpecs.Worker.restartPolicy",
                 "Unsupported value: \"Sometimes\"",
             ],
-        },
-        Case {
-            what: "cleanPodPolicy Some",
-            kind: Kind::PyTorch,
-            spec: with_run_policy(json!({ "cleanPodPolicy": "Some" })),
-            expect: &["spec.runPolicy.cleanPodPolicy", "Unsupported value: \"Some\""],
-        },
-        Case {
-            what: "backoffLimit -1",
-            kind: Kind::PyTorch,
-            spec: with_run_policy(json!({ "backoffLimit": -1 })),
-            expect: &["spec.runPolicy.backoffLimit must not be negative"],
-        },
-        Case {
-            what: "activeDeadlineSeconds -5",
-            kind: Kind::PyTorch,
-            spec: with_run_policy(json!({ "activeDeadlineSeconds": -5 })),
-            expect: &["spec.runPolicy.activeDeadlineSeconds must not be negative"],
-        },
-        Case {
-            what: "ttlSecondsAfterFinished -1",
-            kind: Kind::PyTorch,
-            spec: with_run_policy(json!({ "ttlSecondsAfterFinished": -1 })),
-            expect: &["spec.runPolicy.ttlSecondsAfterFinished must not be negative"],
-        },
-        Case {
-            what: "TFJob with Chief and Master",
-            kind: Kind::Tf,
-            spec: json!({ "tfReplicaSpecs": {
+        ),
+        bad(
+            "cleanPodPolicy Some",
+            &pytorch,
+            with_run_policy(json!({ "cleanPodPolicy": "Some" })),
+            &["spec.runPolicy.cleanPodPolicy", "Unsupported value: \"Some\""],
+        ),
+        bad(
+            "backoffLimit -1",
+            &pytorch,
+            with_run_policy(json!({ "backoffLimit": -1 })),
+            &["spec.runPolicy.backoffLimit must not be negative"],
+        ),
+        bad(
+            "activeDeadlineSeconds -5",
+            &pytorch,
+            with_run_policy(json!({ "activeDeadlineSeconds": -5 })),
+            &["spec.runPolicy.activeDeadlineSeconds must not be negative"],
+        ),
+        bad(
+            "ttlSecondsAfterFinished -1",
+            &pytorch,
+            with_run_policy(json!({ "ttlSecondsAfterFinished": -1 })),
+            &["spec.runPolicy.ttlSecondsAfterFinished must not be negative"],
+        ),
+        bad(
+            "no containers",
+            &pytorch,
+            pytorch_spec(json!({ "Worker": { "template": { "spec": { "containers": [] } } } })),
+            &[
+                "spec.pytorchReplicaSpecs.Worker.template.spec.containers",
+                "at least 1 items",
+            ],
+        ),
+        bad(
+            "container without image",
+            &pytorch,
+            pytorch_spec(json!({ "Worker": without_image })),
+            &["spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].image: Required value"],
+        ),
+        Case::new(
+            "name 1job",
+            &pytorch,
+            "1job",
+            master_worker(),
+            Verdict::rejected(&["metadata.name must be a DNS-1035 label"]),
+        ),
+        bad(
+            "TFJob with Chief and Master",
+            &tf,
+            json!({ "tfReplicaSpecs": {
                 "Chief": replica(1, "tensorflow"),
                 "Master": replica(1, "tensorflow"),
             } }),
-            expect: &["spec.tfReplicaSpecs may have only one of Chief, Master"],
-        },
-        Case {
-            what: "TFJob Evaluator replicas 2 (max 1)",
-            kind: Kind::Tf,
-            spec: json!({ "tfReplicaSpecs": {
+            &["spec.tfReplicaSpecs may have only one of Chief, Master"],
+        ),
+        bad(
+            "TFJob Evaluator replicas 2 (max 1)",
+            &tf,
+            json!({ "tfReplicaSpecs": {
                 "Worker": replica(2, "tensorflow"),
                 "Evaluator": replica(2, "tensorflow"),
             } }),
-            expect: &["spec.tfReplicaSpecs.Evaluator.replicas must be at most 1"],
-        },
+            &["spec.tfReplicaSpecs.Evaluator.replicas must be at most 1"],
+        ),
     ]
-}
-
-/// The message of the API server's rejection, or a description of what happened instead.
-async fn rejection(api: &Api<DynamicObject>, obj: &DynamicObject) -> Result<String, String> {
-    match api.create(&PostParams::default(), obj).await {
-        Err(kfop_runtime::kube::Error::Api(status)) if status.code == 422 => Ok(status.message),
-        Err(e) => Err(format!("unexpected error: {e}")),
-        Ok(_) => Err("accepted".to_owned()),
-    }
 }
 
 #[tokio::test]
 async fn invalid_jobs_are_rejected_at_admission() {
     let ns = setup("admission").await;
-    let pytorch = dynamic::<PyTorchJob>(ns.client(), ns.name());
-    let tf = dynamic::<TFJob>(ns.client(), ns.name());
-    let mut failures = Vec::new();
-    println!("| input | API server message |\n|---|---|");
-    for (i, case) in cases().into_iter().enumerate() {
-        let name = format!("bad-{i}");
-        let result = match case.kind {
-            Kind::PyTorch => rejection(&pytorch, &object::<PyTorchJob>(&name, case.spec)).await,
-            Kind::Tf => rejection(&tf, &object::<TFJob>(&name, case.spec)).await,
-        };
-        match result {
-            Ok(message) => {
-                println!("| {} | {message} |", case.what);
-                if let Some(missing) = case.expect.iter().find(|e| !message.contains(**e)) {
-                    failures.push(format!("{}: message lacks {missing:?}: {message}", case.what));
-                }
-            }
-            Err(e) => failures.push(format!("{}: not rejected: {e}", case.what)),
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let report = admission::run(ns.client(), ns.name(), &cases()).await;
+    println!("{}", report.table);
+    assert!(report.failures.is_empty(), "{}", report.failures.join("\n"));
 }
 
 #[tokio::test]

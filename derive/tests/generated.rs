@@ -226,7 +226,17 @@ fn validated_paths(node: &Value, path: &str, out: &mut Vec<String>) {
 #[test]
 fn every_rule_reaches_the_crd() {
     let crd = serde_json::to_value(PyTorchJob::crd()).unwrap();
-    let spec = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+    let root = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
+    let spec = &root["properties"]["spec"];
+    // The rules on metadata.name.
+    assert_eq!(root["x-kubernetes-validations"].as_array().unwrap().len(), 2);
+    let template =
+        &spec["properties"]["pytorchReplicaSpecs"]["additionalProperties"]["properties"]["template"];
+    assert_eq!(template["required"], json!(["spec"]));
+    assert_eq!(
+        template["properties"]["spec"]["properties"]["containers"]["items"]["required"],
+        json!(["image", "name"])
+    );
     let mut paths = Vec::new();
     validated_paths(spec, "", &mut paths);
     paths.sort();

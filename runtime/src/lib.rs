@@ -39,6 +39,14 @@ pub use schemars;
 pub use serde;
 pub use serde_json;
 
+/// Paths the code `#[training_job]` generates needs in the user's module.
+#[doc(hidden)]
+pub mod __private {
+    // kube-derive's root schema with CEL rules names `schemars::Schema` unqualified; a glob
+    // import of this makes it resolve without clashing with a `schemars` the user imports.
+    pub use schemars;
+}
+
 /// A CRD as YAML with an `@generated` header, as operators print and commit it.
 pub fn crd_yaml(
     crd: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,

@@ -7,7 +7,9 @@
 //! * [`ControlPlane`] is the plane itself, for tools that manage its lifetime (`kfop cluster up`).
 //! * [`crds`] holds third-party CRDs (the gang schedulers' PodGroups) for tests.
 //! * [`pods`] drives kwok pods to a chosen end: exit code and restart count.
+//! * [`admission`] runs tables of jobs against the API server's admission and prints the messages.
 
+pub mod admission;
 mod assets;
 pub mod crds;
 mod env;

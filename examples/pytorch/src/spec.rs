@@ -1,10 +1,18 @@
 //! PyTorchJob's own spec fields (Kubeflow `PyTorchJobSpec`), flattened into `PyTorchJobSpec`.
+use kfop_runtime::api::rules::{self, Validation};
 use kfop_runtime::schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(crate = "kfop_runtime::schemars")]
+// Kubeflow's webhook: every replica runs a container named after the framework.
+#[schemars(transform = rules::named_container("pytorchReplicaSpecs", "pytorch"))]
+// Kubeflow's webhook forbids the deprecated field together with its replacement.
+#[schemars(transform = Validation::new(
+    "!has(self.nprocPerNode) || !has(self.elasticPolicy) || !has(self.elasticPolicy.nProcPerNode)",
+    "spec.elasticPolicy.nProcPerNode must not be used with spec.nprocPerNode: remove the deprecated spec.elasticPolicy.nProcPerNode",
+).at(".elasticPolicy.nProcPerNode").forbidden())]
 pub struct PyTorchJobExtra {
     /// Processes per node: `auto` (the default), `cpu`, `gpu` or a number.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -17,10 +25,17 @@ pub struct PyTorchJobExtra {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(crate = "kfop_runtime::schemars")]
+#[schemars(transform = Validation::new(
+    "!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas",
+    "spec.elasticPolicy.minReplicas must not be above spec.elasticPolicy.maxReplicas: lower minReplicas or raise maxReplicas",
+).at(".minReplicas"))]
 pub struct ElasticPolicy {
+    /// torchrun's and the HPA's lower bound on workers: at least 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub min_replicas: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub max_replicas: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rdzv_backend: Option<String>,
@@ -38,6 +53,7 @@ pub struct ElasticPolicy {
     #[serde(default, rename = "nProcPerNode", skip_serializing_if = "Option::is_none")]
     pub n_proc_per_node: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
     pub max_restarts: Option<i32>,
     /// autoscaling/v2 MetricSpecs for the HPA, kept as given.
     #[serde(default, skip_serializing_if = "Option::is_none")]

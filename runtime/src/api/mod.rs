@@ -1,6 +1,7 @@
 //! The API types every training job shares, with Kubeflow's JSON names
 //! (`kubeflow.org/v1` common types).
 mod replica;
+pub mod rules;
 mod run_policy;
 mod schema;
 mod status;
