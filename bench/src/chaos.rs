@@ -76,9 +76,9 @@ pub struct Injected {
     /// Responses 403 to the operator, which runs as its ServiceAccount: a permission missing from
     /// its ClusterRole.
     pub forbidden_responses: f64,
-    /// Of those, the ones between the kube-apiserver restart and the outage: a restarted API
-    /// server answers 403 for a few seconds after `/readyz` while its RBAC cache fills, which is
-    /// not a permission the ClusterRole lacks.
+    /// Of those, the ones between the kube-apiserver restart and the outage: a restarting API
+    /// server answers before its `/readyz` is ok and denies while its RBAC cache is empty, which
+    /// is not a permission the ClusterRole lacks.
     pub forbidden_after_restarts: f64,
 }
 

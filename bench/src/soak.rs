@@ -619,7 +619,7 @@ pub fn markdown(r: &SoakResults) -> String {
                  | kube-apiserver restart to ready (s) | {:.1} |\n| etcd restart to ready (s) | {:.1} |\n\
                  | API server frozen (s); operator requests/s meanwhile | {:.0}; {:.2} |\n\
                  | leader SIGKILLed to the standby's first write (s; lease 15 s) | {:.1} |\n\
-                 | 403s while the restarted API server's RBAC cache filled | {:.0} |\n",
+                 | 403s while the restarting API server's RBAC cache was empty | {:.0} |\n",
                 i.operator_kills,
                 i.max_operator_ready_seconds,
                 i.apiserver_restart_seconds,
