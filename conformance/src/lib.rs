@@ -1,7 +1,30 @@
-//! kfop-conformance: tests that hold kfop to Kubeflow's behaviour. Kubeflow's own operators
-//! (training-operator, later mpi-operator) are built from their Go modules and run out of cluster
-//! as peers on the local control plane (`kfop_testenv::Peer`), and serve as the oracle: what
-//! they create and report for a job is what kfop must create and report.
+//! kfop-conformance: Kubeflow as the oracle. Kubeflow's own training-operator (v1.8.1, built
+//! from its Go module, run out of cluster as a [`kfop_testenv::Peer`]) and kfop's all-in-one
+//! operator (the `kfop-operator` binary) each watch one namespace of a private plane and serve
+//! the same (kfop's) CRDs, both without gang scheduling or both with Volcano or
+//! scheduler-plugins. Every case of the corpus runs the same job under both, through the same
+//! scripted lifecycle (kwok plays the kubelet), and after every step the two normalized
+//! snapshots are diffed field by field. A difference is either declared in
+//! `allowed-differences.yaml` (a deliberate fix or a known kfop bug) or a failure.
 //!
-//! The crate's code lives in its tests for now (`tests/`); shared comparison helpers will move
-//! here.
+//! * [`cases`]: the corpus, read from `cases/` and the peer module's `examples/`;
+//! * [`drive`]: acting a step on one side and waiting for it to settle;
+//! * [`snapshot`]: what a side shows, normalized;
+//! * [`diff`]: field-by-field comparison;
+//! * [`allowed`]: the declared differences and their Markdown table;
+//! * [`report`]: the result tables;
+//! * [`glob`]: the wildcards of case, step, field and value patterns;
+//! * [`operators`], [`runner`]: the plane, both operators and the run.
+
+pub mod allowed;
+pub mod cases;
+pub mod diff;
+pub mod drive;
+mod error;
+pub mod glob;
+pub mod operators;
+pub mod report;
+pub mod runner;
+pub mod snapshot;
+
+pub use error::{Error, Result};

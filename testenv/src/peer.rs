@@ -129,6 +129,41 @@ impl PeerBuild {
             .collect()
     }
 
+    /// The source tree of the peer's Go module (read-only, in the Go module cache), for what the
+    /// build does not copy (its `examples/`): `go list -m -f '{{.Dir}}' <module>` run in the
+    /// peer's folder. Needs Go, which built the peer; blocks.
+    pub fn module_source(&self) -> Result<PathBuf> {
+        let folder = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("peers")
+            .join(&self.peer);
+        let env_file = folder.join("peer.env");
+        let text = std::fs::read_to_string(&env_file).map_err(Error::io(&env_file))?;
+        let module = text
+            .lines()
+            .find_map(|line| line.trim().strip_prefix("module="))
+            .map(|m| m.trim_matches(['\'', '"']).to_owned())
+            .ok_or_else(|| peer_error(&self.peer, format!("{} names no module", env_file.display())))?;
+        let output = Command::new("go")
+            .args(["list", "-m", "-f", "{{.Dir}}", &module])
+            .current_dir(&folder)
+            .stdin(Stdio::null())
+            .stderr(Stdio::inherit())
+            .output()
+            .map_err(|source| Error::Spawn {
+                component: format!("go list -m {module}"),
+                source,
+            })?;
+        let dir = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
+        if output.status.success() && dir.is_dir() {
+            Ok(dir)
+        } else {
+            Err(peer_error(
+                &self.peer,
+                format!("`go list -m {module}` found no source ({})", output.status),
+            ))
+        }
+    }
+
     /// The peer's ValidatingWebhookConfiguration as its module ships it, if it has one.
     fn webhooks(&self) -> Result<Option<ValidatingWebhookConfiguration>> {
         let file = self.dir.join("webhooks.yaml");
@@ -407,6 +442,92 @@ impl Drop for Peer {
             eprintln!(
                 "kept the log of peer {} in {}",
                 self.build.peer,
+                self.component.log.display()
+            );
+        } else {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// An operator of the caller's own run next to a peer, the way a peer runs: from a fresh
+/// directory holding its log, with the given environment, SIGKILLed if the test process dies,
+/// stopped (SIGTERM, then SIGKILL) when dropped; its directory is kept when the thread panics.
+/// The conformance runner starts kfop's operator with it.
+#[derive(Debug)]
+pub struct OperatorProcess {
+    component: Component,
+    dir: PathBuf,
+}
+
+impl OperatorProcess {
+    /// Runs `bin args...` with `env` added to the environment (and `unset` removed from it).
+    pub fn spawn(
+        name: &str,
+        bin: &Path,
+        args: &[String],
+        env: &[(&str, String)],
+        unset: &[&str],
+    ) -> Result<Self> {
+        let dir = fresh_dir(name, "operator")?;
+        let logs = dir.join("logs");
+        std::fs::create_dir_all(&logs).map_err(Error::io(&logs))?;
+        let mut argv = Vec::new();
+        for var in unset {
+            argv.push("-u".to_owned());
+            argv.push((*var).to_owned());
+        }
+        argv.extend(env.iter().map(|(k, v)| format!("{k}={v}")));
+        argv.push(bin.display().to_string());
+        argv.extend(args.iter().cloned());
+        // `env` execs the operator in place, so the parent-death signal applies to it.
+        let component = process::spawn(name, Path::new("env"), &argv, &logs, Lifetime::DieWithParent)?;
+        Ok(Self { component, dir })
+    }
+
+    /// Waits until `GET path` on `addr` answers 200, failing early if the process exits.
+    pub async fn wait_http_ok(&mut self, addr: SocketAddr, path: &str, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        while !http_ok(addr, path) {
+            self.component.check_alive()?;
+            if Instant::now() >= deadline {
+                return Err(Error::Timeout {
+                    what: format!(
+                        "{} {path} on {addr}; last log lines:\n{}",
+                        self.component.name,
+                        self.log_tail(20)
+                    ),
+                    seconds: timeout.as_secs(),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        Ok(())
+    }
+
+    /// Its stdout and stderr.
+    pub fn log(&self) -> &Path {
+        &self.component.log
+    }
+
+    pub fn log_tail(&self, lines: usize) -> String {
+        log_tail(&self.component.log, lines)
+    }
+
+    /// Fails with the log tail if the process has exited.
+    pub fn check_alive(&mut self) -> Result<()> {
+        self.component.check_alive()
+    }
+}
+
+impl Drop for OperatorProcess {
+    fn drop(&mut self) {
+        stop_pid(self.component.child.id(), Duration::from_secs(5));
+        let _ = self.component.child.wait();
+        if std::thread::panicking() {
+            eprintln!(
+                "kept the log of {} in {}",
+                self.component.name,
                 self.component.log.display()
             );
         } else {

@@ -1,0 +1,269 @@
+//! The declared differences (`conformance/allowed-differences.yaml`): where kfop may differ
+//! from Kubeflow and why, each either a deliberate fix or a known kfop bug. The runner fails on
+//! any difference no entry declares; [`AllowedDifferences::markdown_table`] renders the file
+//! for the README.
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::diff::{Difference, render};
+use crate::{Error, Result, glob};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// kfop does the right thing where Kubeflow has a bug, or chose otherwise on purpose.
+    Deliberate,
+    /// kfop is wrong; the entry stays until it is fixed.
+    Bug,
+}
+
+/// client-go's event recorder, which Kubeflow's operator uses, lets 25 events about one object
+/// through and then one per 5 minutes (its spam filter; repeats count).
+pub const KUBEFLOW_EVENT_BURST: u64 = 25;
+
+/// A circumstance an entry applies in, beyond its patterns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum When {
+    /// Kubeflow had recorded [`KUBEFLOW_EVENT_BURST`] events about the job by then, so its
+    /// recorder dropped later ones.
+    KubeflowEventsThrottled,
+}
+
+/// What an entry's `when` is checked against: how the step went on the Kubeflow side.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Context {
+    pub kubeflow_events_recorded: u64,
+}
+
+/// One declared difference. Every pattern is a glob ([`crate::glob`]).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Allowed {
+    /// Case names.
+    pub case: String,
+    /// Step labels (`3: exit worker-1 code 137`).
+    #[serde(default = "any")]
+    pub step: String,
+    /// Snapshot field paths (`pods/*/spec/containers/*/env/PYTHONUNBUFFERED/value`).
+    pub field: String,
+    /// Kubeflow's value as rendered ([`render`]: `<absent>` when it lacks the field).
+    #[serde(default = "any")]
+    pub kubeflow: String,
+    #[serde(default = "any")]
+    pub kfop: String,
+    #[serde(default)]
+    pub when: Option<When>,
+    pub status: Status,
+    pub why: String,
+}
+
+fn any() -> String {
+    "*".to_owned()
+}
+
+impl Allowed {
+    pub fn covers(&self, case: &str, step: &str, difference: &Difference, context: Context) -> bool {
+        let applies = match self.when {
+            None => true,
+            Some(When::KubeflowEventsThrottled) => context.kubeflow_events_recorded >= KUBEFLOW_EVENT_BURST,
+        };
+        applies
+            && glob::matches(&self.case, case)
+            && glob::matches(&self.step, step)
+            && glob::matches(&self.field, &difference.path)
+            && glob::matches(&self.kubeflow, &render(difference.kubeflow.as_ref()))
+            && glob::matches(&self.kfop, &render(difference.kfop.as_ref()))
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AllowedDifferences {
+    pub differences: Vec<Allowed>,
+}
+
+impl AllowedDifferences {
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(Error::io(path))?;
+        Self::parse(&text).map_err(|e| Error::parse(path, e))
+    }
+
+    pub fn parse(text: &str) -> Result<Self, serde_saphyr::Error> {
+        serde_saphyr::from_str(text)
+    }
+
+    /// The first entry declaring `difference`, by index.
+    pub fn find(&self, case: &str, step: &str, difference: &Difference, context: Context) -> Option<usize> {
+        self.differences
+            .iter()
+            .position(|a| a.covers(case, step, difference, context))
+    }
+
+    /// The file as a Markdown table: cases, field, both values, status and why.
+    pub fn markdown_table(&self) -> String {
+        let mut out =
+            String::from("| cases | field | Kubeflow | kfop | status | why |\n|---|---|---|---|---|---|\n");
+        for a in &self.differences {
+            let status = match a.status {
+                Status::Deliberate => "deliberate",
+                Status::Bug => "**bug**",
+            };
+            let mut cases = if a.step == "*" {
+                code(&a.case)
+            } else {
+                format!("{} at {}", code(&a.case), code(&a.step))
+            };
+            if a.when == Some(When::KubeflowEventsThrottled) {
+                cases.push_str(&format!(", once Kubeflow recorded {KUBEFLOW_EVENT_BURST} events"));
+            }
+            out.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} |\n",
+                cases,
+                code(&a.field),
+                code(&a.kubeflow),
+                code(&a.kfop),
+                status,
+                cell(a.why.trim())
+            ));
+        }
+        out
+    }
+}
+
+/// A pattern as inline code (`*` reads as "any").
+fn code(pattern: &str) -> String {
+    if pattern == "*" {
+        "any".to_owned()
+    } else {
+        format!("`{}`", cell(pattern))
+    }
+}
+
+/// Text safe inside a table cell: no line breaks, pipes escaped.
+fn cell(text: &str) -> String {
+    text.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace('|', "\\|")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const FILE: &str = r#"
+differences:
+  - case: "*"
+    field: "events/Normal ExitedWithCode:*"
+    kubeflow: "true"
+    kfop: <absent>
+    status: deliberate
+    why: >
+      Kubeflow re-emits it on every reconcile;
+      the pod's own status carries the code.
+  - case: "xgb-*"
+    step: "2: *"
+    field: pods/*/env/PYTHONUNBUFFERED/value
+    status: bug
+    why: "kfop sets 0 | Kubeflow 1"
+"#;
+
+    #[test]
+    fn entries_match_case_step_field_and_values() {
+        let allowed = AllowedDifferences::parse(FILE).unwrap();
+        let event = Difference {
+            path: "events/Normal ExitedWithCode: Pod: <ns>.j-worker-0 exited with code 0".to_owned(),
+            kubeflow: Some(json!(true)),
+            kfop: None,
+        };
+        assert_eq!(
+            allowed.find("pt-x", "1: running", &event, Context::default()),
+            Some(0)
+        );
+        let reversed = Difference {
+            kubeflow: None,
+            kfop: Some(json!(true)),
+            ..event
+        };
+        assert_eq!(
+            allowed.find("pt-x", "1: running", &reversed, Context::default()),
+            None
+        );
+        // `*` spans path segments.
+        let env = Difference {
+            path: "pods/j-master-0/spec/containers/xgboost/env/PYTHONUNBUFFERED/value".to_owned(),
+            kubeflow: Some(json!("1")),
+            kfop: Some(json!("0")),
+        };
+        assert_eq!(
+            allowed.find(
+                "xgb-clean-all",
+                "2: exit master-0 code 0",
+                &env,
+                Context::default()
+            ),
+            Some(1)
+        );
+        assert_eq!(
+            allowed.find(
+                "pt-clean-all",
+                "2: exit master-0 code 0",
+                &env,
+                Context::default()
+            ),
+            None
+        );
+        assert_eq!(
+            allowed.find("xgb-clean-all", "1: running", &env, Context::default()),
+            None
+        );
+    }
+
+    #[test]
+    fn throttled_entries_need_kubeflow_past_its_event_burst() {
+        let allowed = AllowedDifferences::parse(
+            "differences:\n  - case: '*'\n    field: 'events/*'\n    kubeflow: <absent>\n    \
+             when: kubeflowEventsThrottled\n    status: deliberate\n    why: w\n",
+        )
+        .unwrap();
+        let event = Difference {
+            path: "events/Normal TFJobSucceeded: TFJob <ns>/j successfully completed.".to_owned(),
+            kubeflow: None,
+            kfop: Some(json!(true)),
+        };
+        let quiet = Context {
+            kubeflow_events_recorded: 24,
+        };
+        let throttled = Context {
+            kubeflow_events_recorded: 25,
+        };
+        assert_eq!(allowed.find("j", "4: exit", &event, quiet), None);
+        assert_eq!(allowed.find("j", "4: exit", &event, throttled), Some(0));
+    }
+
+    #[test]
+    fn renders_as_a_markdown_table() {
+        let allowed = AllowedDifferences::parse(FILE).unwrap();
+        assert_eq!(
+            allowed.markdown_table(),
+            "| cases | field | Kubeflow | kfop | status | why |\n\
+             |---|---|---|---|---|---|\n\
+             | any | `events/Normal ExitedWithCode:*` | `true` | `<absent>` | deliberate | \
+             Kubeflow re-emits it on every reconcile; the pod's own status carries the code. |\n\
+             | `xgb-*` at `2: *` | `pods/*/env/PYTHONUNBUFFERED/value` | any | any | **bug** | \
+             kfop sets 0 \\| Kubeflow 1 |\n"
+        );
+    }
+
+    #[test]
+    fn the_committed_file_parses() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("allowed-differences.yaml");
+        let allowed = AllowedDifferences::load(&path).unwrap();
+        for a in &allowed.differences {
+            assert!(!a.why.trim().is_empty(), "{a:?}");
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! The differential run: one private plane with kfop's CRDs and, per [`Lane`] the corpus uses,
+//! Kubeflow's training-operator watching one namespace and kfop's operator another, configured
+//! alike; every case is driven through its steps on both sides of its lane at once, a snapshot
+//! of each side after each step. Cases run [`Options::concurrency`] at a time.
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Namespace;
+use kfop_testenv::{Assets, ControlPlane, NodeShape, PeerBuild, PlaneOptions, crds, install_crds};
+use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
+use serde_json::json;
+
+use crate::allowed::AllowedDifferences;
+use crate::cases::{self, Case, KINDS, Step};
+use crate::drive::Side;
+use crate::operators;
+use crate::report::{CaseRecord, Report, StepRecord};
+use crate::{Error, Result, glob};
+
+/// A pair of operators configured alike, each watching its own namespace
+/// (`conformance-<lane>-kubeflow`, `conformance-<lane>-kfop`; they normalize to `<ns>`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lane {
+    pub name: &'static str,
+    /// `--gang-scheduler-name` of each. Kubeflow takes any other name than volcano as
+    /// scheduler-plugins' scheduler name, kfop `scheduler-plugins` as its default name.
+    pub kubeflow_gang: Option<&'static str>,
+    pub kfop_gang: Option<&'static str>,
+}
+
+pub const LANES: [Lane; 3] = [
+    Lane {
+        name: cases::DEFAULT_LANE,
+        kubeflow_gang: None,
+        kfop_gang: None,
+    },
+    Lane {
+        name: "volcano",
+        kubeflow_gang: Some("volcano"),
+        kfop_gang: Some("volcano"),
+    },
+    Lane {
+        name: "scheduler-plugins",
+        kubeflow_gang: Some("scheduler-plugins-scheduler"),
+        kfop_gang: Some("scheduler-plugins"),
+    },
+];
+
+impl Lane {
+    pub fn namespace(&self, side: &str) -> String {
+        format!("conformance-{}-{side}", self.name)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Cases running at once (each drives both sides at once).
+    pub concurrency: usize,
+    /// Only cases whose name matches one of these globs (all when empty).
+    pub only: Vec<String>,
+    /// `cases/` with `examples.yaml` and `variants.yaml`.
+    pub cases_dir: PathBuf,
+    pub allowed_file: PathBuf,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+        Self {
+            concurrency: 4,
+            only: Vec::new(),
+            cases_dir: crate_dir.join("cases"),
+            allowed_file: crate_dir.join("allowed-differences.yaml"),
+        }
+    }
+}
+
+/// The corpus: the peer module's examples, then the variants.
+pub fn corpus(options: &Options, examples_dir: &Path) -> Result<Vec<Case>> {
+    let mut all = cases::load_examples(&options.cases_dir.join("examples.yaml"), examples_dir)?;
+    all.extend(cases::load_variants(&options.cases_dir.join("variants.yaml"))?);
+    cases::check(&all)?;
+    if let Some(case) = all.iter().find(|c| !LANES.iter().any(|l| l.name == c.lane)) {
+        return Err(Error::Case {
+            case: case.name.clone(),
+            message: format!("no lane {}", case.lane),
+        });
+    }
+    Ok(all
+        .into_iter()
+        .filter(|c| options.only.is_empty() || options.only.iter().any(|p| glob::matches(p, &c.name)))
+        .collect())
+}
+
+/// Runs the corpus and compares the sides. Fails only when the run itself cannot proceed (no
+/// plane, an operator died); differences are the report's.
+pub async fn run(options: &Options) -> Result<Report> {
+    let allowed = AllowedDifferences::load(&options.allowed_file)?;
+    // Builds are no-ops on a warm cache; cold, they take minutes (and Go for the peer).
+    let (peer, bin) = tokio::task::spawn_blocking(|| -> Result<_> {
+        Assets::locate_or_build()?;
+        let peer = PeerBuild::locate_or_build(kfop_testenv::peer::TRAINING_OPERATOR)?;
+        Ok((peer, operators::operator_bin()?))
+    })
+    .await
+    .map_err(|e| Error::Task(format!("building: {e}")))??;
+    let module = tokio::task::spawn_blocking(move || peer.module_source())
+        .await
+        .map_err(|e| Error::Task(format!("go list: {e}")))??;
+    let corpus = corpus(options, &module.join("examples"))?;
+    let schemes: Vec<String> = KINDS.iter().map(|k| k.scheme()).collect();
+
+    // Room for both sides of every case running at once (the GPU examples ask for 8 a pod):
+    // a pod pending for capacity on one side only would be a difference of the plane's.
+    let nodes = NodeShape {
+        cpu: "512".to_owned(),
+        memory: "4Ti".to_owned(),
+        gpus: "128".to_owned(),
+        ..NodeShape::default()
+    };
+    let plane = ControlPlane::start(PlaneOptions {
+        nodes,
+        ..PlaneOptions::default()
+    })
+    .await?;
+    let client = plane.client().await?;
+    let mut crd_set = operators::kfop_crds(&bin, &schemes)?;
+    crd_set.extend(crds::pod_groups()?);
+    install_crds(&client, crd_set).await?;
+    // One operator pair per lane the corpus uses; they live until every case ran.
+    let mut operators = Vec::new();
+    let mut sides: Vec<(&'static str, (Side, Side))> = Vec::new();
+    for lane in LANES.iter().filter(|l| corpus.iter().any(|c| c.lane == l.name)) {
+        let (kf_ns, kfop_ns) = (lane.namespace("kubeflow"), lane.namespace("kfop"));
+        for ns in [&kf_ns, &kfop_ns] {
+            create_namespace(&client, ns).await?;
+        }
+        let side = |namespace| Side {
+            client: client.clone(),
+            namespace,
+        };
+        let pair = (side(kf_ns.clone()), side(kfop_ns.clone()));
+        // Claims first: the volume controller binds them while the operators start.
+        for case in corpus.iter().filter(|c| c.lane == lane.name) {
+            pair.0.provide_claims(case).await?;
+            pair.1.provide_claims(case).await?;
+        }
+        let kubeflow =
+            operators::start_kubeflow(plane.kubeconfig(), &kf_ns, &schemes, lane.kubeflow_gang).await?;
+        let kfop =
+            operators::start_kfop(&bin, plane.kubeconfig(), &kfop_ns, &schemes, lane.kfop_gang).await?;
+        operators.push((kubeflow, kfop));
+        sides.push((lane.name, pair));
+    }
+
+    let total = corpus.len();
+    let mut records: Vec<(usize, CaseRecord)> = futures::stream::iter(corpus.iter().enumerate())
+        .map(|(i, case)| {
+            let sides = sides.iter().find(|(lane, _)| *lane == case.lane).map(|(_, s)| s);
+            async move {
+                let record = match sides {
+                    Some(sides) => run_case(case, sides).await,
+                    None => CaseRecord::failed(case, format!("no lane {}", case.lane)),
+                };
+                eprintln!(
+                    "[{}/{total}] {} ({:.1}s){}",
+                    i + 1,
+                    case.name,
+                    record.elapsed.as_secs_f64(),
+                    record
+                        .error
+                        .as_deref()
+                        .map(|e| format!(": {e}"))
+                        .unwrap_or_default()
+                );
+                (i, record)
+            }
+        })
+        .buffer_unordered(options.concurrency.max(1))
+        .collect()
+        .await;
+    records.sort_by_key(|(i, _)| *i);
+
+    // A difference from an operator that died meanwhile would be no difference of behaviour.
+    for (kubeflow, kfop) in &mut operators {
+        kubeflow.check_alive()?;
+        kfop.check_alive()?;
+    }
+    drop(operators);
+    drop(plane);
+    Ok(Report::new(
+        records.into_iter().map(|(_, r)| r).collect(),
+        allowed,
+    ))
+}
+
+async fn create_namespace(client: &kube::Client, name: &str) -> Result<()> {
+    let ns: Namespace = serde_json::from_value(json!({ "metadata": { "name": name } }))
+        .map_err(|e| Error::Build(format!("namespace {name}: {e}")))?;
+    match Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+        Err(e) => Err(Error::kube(format!("creating namespace {name}"))(e)),
+    }
+}
+
+/// Creates the job on both sides, then acts and settles each step on both at once.
+async fn run_case(case: &Case, (kubeflow, kfop): &(Side, Side)) -> CaseRecord {
+    let started = Instant::now();
+    let mut record = CaseRecord::failed(case, String::new());
+    record.error = None;
+    let result: Result<()> = async {
+        // Both jobs start at once: an example's pods end a fixed time after they run.
+        futures::try_join!(kubeflow.prepare(case), kfop.prepare(case))?;
+        futures::try_join!(kubeflow.create(case), kfop.create(case))?;
+        for (i, step) in case.steps.iter().enumerate() {
+            let (a, b) = futures::try_join!(step_on(kubeflow, case, step), step_on(kfop, case, step))?;
+            record.steps.push(StepRecord {
+                label: format!("{}: {step}", i + 1),
+                kubeflow: a,
+                kfop: b,
+            });
+        }
+        Ok(())
+    }
+    .await;
+    if let Err(e) = result {
+        record.error = Some(e.to_string());
+    }
+    // Finished jobs may keep running pods (cleanPodPolicy None); later cases need the room.
+    if !matches!(case.steps.last(), Some(Step::Delete | Step::Gone)) {
+        for side in [kubeflow, kfop] {
+            let jobs: Api<DynamicObject> =
+                Api::namespaced_with(side.client.clone(), &side.namespace, &case.kind.resource());
+            let _ = jobs.delete(&case.name, &DeleteParams::background()).await;
+        }
+    }
+    record.elapsed = started.elapsed();
+    record
+}
+
+async fn step_on(side: &Side, case: &Case, step: &Step) -> Result<crate::drive::Settled> {
+    let mut notes = side.act(case, step).await?;
+    let mut settled = side.settle(case, step).await?;
+    notes.append(&mut settled.notes);
+    settled.notes = notes;
+    Ok(settled)
+}
