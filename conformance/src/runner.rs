@@ -6,10 +6,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Namespace;
 use kfop_testenv::{Assets, ControlPlane, NodeShape, PeerBuild, PlaneOptions, crds, install_crds};
-use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
-use serde_json::json;
+use kube::api::{Api, DeleteParams, DynamicObject};
 
 use crate::allowed::AllowedDifferences;
 use crate::cases::{self, Case, KINDS, Step};
@@ -134,7 +132,7 @@ pub async fn run(options: &Options) -> Result<Report> {
     for lane in LANES.iter().filter(|l| corpus.iter().any(|c| c.lane == l.name)) {
         let (kf_ns, kfop_ns) = (lane.namespace("kubeflow"), lane.namespace("kfop"));
         for ns in [&kf_ns, &kfop_ns] {
-            create_namespace(&client, ns).await?;
+            kfop_testenv::ensure_namespace(&client, ns).await?;
         }
         let side = |namespace| Side {
             client: client.clone(),
@@ -193,19 +191,6 @@ pub async fn run(options: &Options) -> Result<Report> {
         records.into_iter().map(|(_, r)| r).collect(),
         allowed,
     ))
-}
-
-async fn create_namespace(client: &kube::Client, name: &str) -> Result<()> {
-    let ns: Namespace = serde_json::from_value(json!({ "metadata": { "name": name } }))
-        .map_err(|e| Error::Build(format!("namespace {name}: {e}")))?;
-    match Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &ns)
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
-        Err(e) => Err(Error::kube(format!("creating namespace {name}"))(e)),
-    }
 }
 
 /// Creates the job on both sides, then acts and settles each step on both at once.

@@ -30,5 +30,5 @@ pub use assets::{Assets, BUILD_COMMAND};
 pub use env::{ATTACH_ENV, TestEnv, TestNamespace, install_crds};
 pub use error::{Error, Result};
 pub use nodes::NodeShape;
-pub use peer::{Peer, PeerBuild, PeerOptions, PeerWebhooks};
+pub use peer::{Peer, PeerBuild, PeerOptions, PeerWebhooks, ensure_namespace};
 pub use plane::{ControlPlane, Lifetime, PlaneOptions, PlaneState};

@@ -555,7 +555,8 @@ fn fresh_dir(name: &str, namespace: &str) -> Result<PathBuf> {
     Ok(dir)
 }
 
-async fn ensure_namespace(client: &Client, name: &str) -> Result<()> {
+/// Creates namespace `name` unless it exists.
+pub async fn ensure_namespace(client: &Client, name: &str) -> Result<()> {
     let ns = Namespace {
         metadata: ObjectMeta {
             name: Some(name.to_owned()),
