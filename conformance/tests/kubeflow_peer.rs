@@ -121,10 +121,12 @@ async fn kubeflow_v1_8_1_runs_a_pytorchjob_to_success() {
     )
     .await
     .unwrap_or_else(|e| panic!("{e}\npeer log:\n{}", peer.log_tail(40)));
+    // A PyTorchJob succeeds with its master; the worker, started later, may still run then.
     let statuses = &job.data["status"]["replicaStatuses"];
-    for replica in ["Master", "Worker"] {
-        assert_eq!(statuses[replica]["succeeded"], Value::from(1), "{statuses}");
-    }
+    assert_eq!(statuses["Master"]["succeeded"], Value::from(1), "{statuses}");
+    let worker = |field: &str| statuses["Worker"][field].as_u64().unwrap_or(0);
+    assert_eq!(worker("succeeded") + worker("active"), 1, "{statuses}");
+    assert_eq!(worker("failed"), 0, "{statuses}");
     let done = started.elapsed();
     eprintln!(
         "timings: builds {:.1}s, plane {:.1}s, peer {:.1}s, job {:.1}s, total {:.1}s",
