@@ -587,23 +587,27 @@ mod tests {
 
         use super::*;
 
+        /// The variables that take no role or index.
+        const SIMPLE: [&str; 7] = [
+            "job",
+            "namespace",
+            "role",
+            "role_lower",
+            "index",
+            "rank",
+            "total_replicas",
+        ];
+
         /// Pieces of the syntax: braces, variable names and separators, role names in any case,
         /// indices at and past the i32 limits.
         fn token() -> impl Strategy<Value = String> {
-            let pieces = vec![
+            let mut pieces = vec![
                 "{",
                 "}",
                 "{{",
                 "}}",
                 ".",
                 " ",
-                "job",
-                "namespace",
-                "role",
-                "role_lower",
-                "index",
-                "rank",
-                "total_replicas",
                 "replicas",
                 "port",
                 "host",
@@ -623,6 +627,7 @@ mod tests {
                 "é",
                 "\n",
             ];
+            pieces.extend(SIMPLE);
             proptest::sample::select(pieces).prop_map(str::to_owned)
         }
 
@@ -630,16 +635,7 @@ mod tests {
         /// the braces).
         fn placeholder() -> impl Strategy<Value = String> {
             let role = prop_oneof![Just("Master"), Just("Worker"), Just("worker"), Just("MASTER")];
-            let simple = proptest::sample::select(vec![
-                "job",
-                "namespace",
-                "role",
-                "role_lower",
-                "index",
-                "rank",
-                "total_replicas",
-            ])
-            .prop_map(str::to_owned);
+            let simple = proptest::sample::select(SIMPLE.to_vec()).prop_map(str::to_owned);
             let of_role = (
                 proptest::sample::select(vec!["replicas", "port", "hosts"]),
                 role.clone(),
