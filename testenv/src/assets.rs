@@ -12,7 +12,7 @@ const KWOK_GO_MOD: &str = include_str!("../controlplane/kwok/go.mod");
 
 /// The build recipe (script and Go wrapper modules), embedded so that a crate using kfop-testenv
 /// from a registry, or an installed `kfop`, can build the plane with no kfop checkout present.
-const RECIPE: [(&str, &str); 7] = [
+const RECIPE: [(&str, &str); 10] = [
     ("build.sh", include_str!("../controlplane/build.sh")),
     ("k8s/go.mod", K8S_GO_MOD),
     ("k8s/go.sum", include_str!("../controlplane/k8s/go.sum")),
@@ -20,24 +20,37 @@ const RECIPE: [(&str, &str); 7] = [
     ("etcd/go.sum", include_str!("../controlplane/etcd/go.sum")),
     ("kwok/go.mod", KWOK_GO_MOD),
     ("kwok/go.sum", include_str!("../controlplane/kwok/go.sum")),
+    (
+        "pod-reaper/main.go",
+        include_str!("../controlplane/pod-reaper/main.go"),
+    ),
+    (
+        "pod-reaper/go.mod",
+        include_str!("../controlplane/pod-reaper/go.mod"),
+    ),
+    (
+        "pod-reaper/go.sum",
+        include_str!("../controlplane/pod-reaper/go.sum"),
+    ),
 ];
 
 /// The kwok configuration (node and pod Stages) shipped with the plane.
 pub(crate) const KWOK_CONFIG: &str = include_str!("../controlplane/kwok.yaml");
 
-/// The five binaries of the local control plane.
+/// The binaries of the local control plane: Kubernetes' own, kwok, and kfop's pod-reaper.
 #[derive(Debug, Clone)]
 pub struct Assets {
     pub dir: PathBuf,
 }
 
 impl Assets {
-    pub const COMPONENTS: [&'static str; 5] = [
+    pub const COMPONENTS: [&'static str; 6] = [
         "etcd",
         "kube-apiserver",
         "kube-controller-manager",
         "kube-scheduler",
         "kwok",
+        "pod-reaper",
     ];
 
     /// `KFOP_CONTROL_PLANE_BIN` if set, else the cache directory `build.sh` writes to.

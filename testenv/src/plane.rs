@@ -1,5 +1,6 @@
-//! The local control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
-//! kwok as processes on loopback, state in one directory.
+//! The local control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok
+//! and pod-reaper (the kubelet's final pod delete) as processes on loopback, state in one
+//! directory.
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -118,6 +119,9 @@ impl ControlPlane {
                 format!("--config={}", kwok_config.display()),
             ],
         )?);
+        plane
+            .components
+            .push(spawn("pod-reaper", vec![format!("--kubeconfig={kc}")])?);
 
         options.nodes.register(&client).await?;
         plane
