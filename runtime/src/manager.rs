@@ -329,8 +329,8 @@ impl Manager {
 }
 
 /// Caches a child watch in `writer` and routes every object it touches (created, changed,
-/// deleted, or listed again after the watch restarted) to the controller of its owner's kind.
-/// Ends only if the watch stream does.
+/// deleted, or listed again or found gone after the watch restarted, once the cache holds the
+/// new list) to the controller of its owner's kind. Ends only if the watch stream does.
 async fn route_children<K>(
     watch: impl futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send,
     writer: reflector::store::Writer<K>,
@@ -339,13 +339,10 @@ async fn route_children<K>(
     K: Resource + Clone + Send + Sync + 'static,
     K::DynamicType: Eq + std::hash::Hash + Clone + Send + Sync,
 {
-    watch
-        .reflect(writer)
-        .touched_objects()
+    let reader = writer.as_reader();
+    crate::relist::settled(watch.reflect(writer), reader)
         .for_each(|child| {
-            if let Ok(child) = child {
-                router.route(child.meta());
-            }
+            router.route(child.object().meta());
             std::future::ready(())
         })
         .await;

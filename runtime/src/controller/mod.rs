@@ -287,14 +287,16 @@ pub async fn run<F: Framework>(
     ctx.metrics.controller_started(&name);
     let (reader, writer) = reflector::store();
     let on_job = ctx.clone();
-    let job_events = reflector(
-        writer,
-        watcher(jobs, watcher::Config::default())
-            .default_backoff()
-            .modify(crate::cache::slim::<F::Job>),
+    let job_events = crate::relist::settled(
+        reflector(
+            writer,
+            watcher(jobs, watcher::Config::default())
+                .default_backoff()
+                .modify(crate::cache::slim::<F::Job>),
+        ),
+        reader.clone(),
     )
-    .inspect(move |event| note_job_event(&on_job, event))
-    .applied_objects();
+    .filter_map(move |job| std::future::ready(note_job_event(&on_job, job).map(Ok::<_, watcher::Error>)));
     let (resync_tx, resync_rx) = futures::channel::mpsc::unbounded();
     let on_trigger = ctx.clone();
     let triggers = futures::stream::select(children, resync_rx).map(move |owner| {
@@ -320,20 +322,17 @@ pub async fn run<F: Framework>(
     Ok(())
 }
 
-/// A job event is a trigger; a deleted job's per-job state goes with it.
-fn note_job_event<F: Framework>(ctx: &Context<F>, event: &Result<watcher::Event<F::Job>, watcher::Error>) {
-    match event {
-        Ok(watcher::Event::Apply(job) | watcher::Event::InitApply(job)) => {
-            ctx.activity.triggered(&Owner::of(job), Instant::now());
-        }
-        Ok(watcher::Event::Delete(job)) => {
-            let uid = job.uid().unwrap_or_default();
-            ctx.written.forget(&uid);
-            ctx.deleted.forget(&uid);
-            ctx.activity.forget(&Owner::of(job));
-        }
-        _ => {}
+/// A present job is a trigger, returned to reconcile; a gone job's per-job state goes with it.
+fn note_job_event<F: Framework>(ctx: &Context<F>, job: crate::relist::Settled<F::Job>) -> Option<F::Job> {
+    if let crate::relist::Settled::Gone(gone) = &job {
+        let uid = gone.uid().unwrap_or_default();
+        ctx.written.forget(&uid);
+        ctx.deleted.forget(&uid);
+        ctx.activity.forget(&Owner::of(gone));
     }
+    let job = job.present()?;
+    ctx.activity.triggered(&Owner::of(&job), Instant::now());
+    Some(job)
 }
 
 #[cfg(test)]
