@@ -1,6 +1,6 @@
 //! The declared differences (`conformance/allowed-differences.yaml`): where kfop may differ
 //! from Kubeflow and why, each either a deliberate fix or a known kfop bug. The runner fails on
-//! any difference no entry declares; [`AllowedDifferences::markdown_table`] renders the file
+//! any difference no entry declares; [`AllowedDifferences::readme_section`] renders the file
 //! for the README.
 use std::path::Path;
 
@@ -78,11 +78,25 @@ impl Allowed {
     }
 }
 
+/// A deliberate difference no lifecycle diff observes (performance, flags, write methods).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Unobserved {
+    pub kubeflow: String,
+    pub kfop: String,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AllowedDifferences {
     pub differences: Vec<Allowed>,
+    #[serde(default)]
+    pub beyond_the_diff: Vec<Unobserved>,
 }
+
+/// The markers around the README's generated section.
+pub const README_BEGIN: &str = "<!-- generated from conformance/allowed-differences.yaml: begin -->";
+pub const README_END: &str = "<!-- generated from conformance/allowed-differences.yaml: end -->";
 
 impl AllowedDifferences {
     pub fn load(path: &Path) -> Result<Self> {
@@ -129,6 +143,38 @@ impl AllowedDifferences {
             ));
         }
         out
+    }
+}
+
+impl AllowedDifferences {
+    /// The README's section: the differences the differential run judged, then those beyond it.
+    pub fn readme_section(&self) -> String {
+        let mut out = format!(
+            "{README_BEGIN}\nJudged by the differential run against Kubeflow v1.8.1 (each difference \
+             it saw, matched by case, field and both values):\n\n{}",
+            self.markdown_table()
+        );
+        if !self.beyond_the_diff.is_empty() {
+            out.push_str("\nBeyond what a lifecycle diff can see:\n\n| Kubeflow | kfop |\n|---|---|\n");
+            for u in &self.beyond_the_diff {
+                out.push_str(&format!("| {} | {} |\n", cell(&u.kubeflow), cell(&u.kfop)));
+            }
+        }
+        out.push_str(README_END);
+        out
+    }
+
+    /// `readme` with its generated section replaced by [`Self::readme_section`]; `None` when
+    /// the markers are missing.
+    pub fn update_readme(&self, readme: &str) -> Option<String> {
+        let start = readme.find(README_BEGIN)?;
+        let end = readme[start..].find(README_END)? + start + README_END.len();
+        Some(format!(
+            "{}{}{}",
+            &readme[..start],
+            self.readme_section(),
+            &readme[end..]
+        ))
     }
 }
 
@@ -256,6 +302,26 @@ differences:
              | `xgb-*` at `2: *` | `pods/*/env/PYTHONUNBUFFERED/value` | any | any | **bug** | \
              kfop sets 0 \\| Kubeflow 1 |\n"
         );
+    }
+
+    /// The README shows the committed file; `KFOP_BLESS=1` rewrites its section.
+    #[test]
+    fn the_readme_section_is_current() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let allowed = AllowedDifferences::load(&root.join("allowed-differences.yaml")).unwrap();
+        let readme_path = root.join("../README.md");
+        let readme = std::fs::read_to_string(&readme_path).unwrap();
+        let updated = allowed
+            .update_readme(&readme)
+            .expect("README has the generated-section markers");
+        if std::env::var_os("KFOP_BLESS").is_some() {
+            std::fs::write(&readme_path, &updated).unwrap();
+        } else {
+            assert!(
+                updated == readme,
+                "README.md's deliberate differences are stale: run KFOP_BLESS=1 cargo test -p kfop-conformance --lib"
+            );
+        }
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! local kube-scheduler answers to the gang schedulers' names so admitted pods run.
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, Service};
 use kfop_runtime::api::{JobConditionType as C, JobStatus, SchedulingPolicy};
 use kfop_runtime::gang::{self, GangScheduler};
 use kfop_runtime::kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
@@ -157,7 +157,24 @@ async fn volcano_pod_group_holds_pods_until_admitted() {
         0,
         "pods created before Volcano admitted the PodGroup"
     );
-    assert!(f.status("v").await.is(C::Created));
+    // Held as in Kubeflow: no services, no replica counts, no startTime (the deadline does not
+    // count the wait), only lastReconcileTime.
+    let held = f.status("v").await;
+    assert!(held.is(C::Created));
+    assert!(
+        held.start_time.is_none() && held.replica_statuses.is_empty(),
+        "{held:?}"
+    );
+    assert!(held.last_reconcile_time.is_some(), "{held:?}");
+    let services: Api<Service> = f.ns.api();
+    assert!(
+        services
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
 
     f.admit("v").await;
     let pods = f.running_pods(3).await;

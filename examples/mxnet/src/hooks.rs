@@ -109,5 +109,7 @@ pub fn decorate_pod(
 
 pub fn update_status(job: &MXJob, update: &mut StatusUpdate<'_, '_>, policy: &SuccessPolicy) {
     let _ = job;
-    update.apply_policy(policy);
+    // Kubeflow's MXJob names itself in lower case when it fails or restarts.
+    update.apply_policy_worded(policy, "mxjob");
+    update.announce_exit_code_restarts("mxjob");
 }

@@ -18,7 +18,7 @@ static ENV: LazyLock<Result<Vec<EnvSpec>, TemplateError>> = LazyLock::new(|| {
     Ok(vec![
         EnvSpec {
             name: "PYTHONUNBUFFERED".to_owned(),
-            value: EnvValue::Template(Template::parse("0", &ROLES)?),
+            value: EnvValue::Template(Template::parse("1", &ROLES)?),
             roles: strings(&[]),
             requires: strings(&[]),
             unless: strings(&[]),

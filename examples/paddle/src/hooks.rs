@@ -29,6 +29,6 @@ pub fn decorate_pod(
 /// Sets the job's conditions after its pods were reconciled; `policy` is the manifest's
 /// success rule for this job.
 pub fn update_status(job: &PaddleJob, update: &mut StatusUpdate<'_, '_>, policy: &SuccessPolicy) {
-    let _ = job;
-    update.apply_policy(policy);
+    let _ = (job, policy);
+    update.apply_leader_or_followers("Master", "Worker", false);
 }

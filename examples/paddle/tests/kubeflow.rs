@@ -45,7 +45,7 @@ async fn resources_and_env_with_master() {
     let job = f.create(master_workers(2, json!({}))).await;
     let pods = check_resources(&f, &job, &MW2, "test-job-master-0", 36543).await;
     let common = [
-        ("PYTHONUNBUFFERED", "0"),
+        ("PYTHONUNBUFFERED", "1"),
         ("PADDLE_JOB_ID", JOB),
         ("PADDLE_NNODES", "3"),
     ];
@@ -75,7 +75,7 @@ async fn collective_env() {
         .await;
     let pods = f.wait_pods(&MW2[1..], "Running").await;
     let common = [
-        ("PYTHONUNBUFFERED", "0"),
+        ("PYTHONUNBUFFERED", "1"),
         ("PADDLE_JOB_ID", JOB),
         ("PADDLE_NNODES", "2"),
     ];

@@ -2,7 +2,7 @@
 //! that waits for the master, and Kubeflow's PyTorchJob status messages.
 use std::collections::BTreeMap;
 
-use kfop_runtime::api::{ReplicaSpec, RestartPolicy};
+use kfop_runtime::api::ReplicaSpec;
 use kfop_runtime::env::EnvContext;
 use kfop_runtime::k8s_openapi::api::core::v1::{Container, EnvVar, PodTemplateSpec};
 use kfop_runtime::kube::ResourceExt;
@@ -80,14 +80,8 @@ pub fn env(job: &PyTorchJob, ctx: &EnvContext<'_>) -> Result<Vec<(String, String
                 e.rdzv_backend.clone().unwrap_or_else(|| "c10d".to_owned()),
             );
             let workers = ctx.specs.get("Worker").map(ReplicaSpec::replicas);
-            let nnodes = match (
-                e.min_replicas.or(e.max_replicas),
-                e.max_replicas.or(e.min_replicas),
-            ) {
-                (Some(min), Some(max)) => format!("{min}:{max}"),
-                _ => workers.ok_or("cannot find the worker spec")?.to_string(),
-            };
-            push("PET_NNODES", nnodes);
+            let (min, max) = e.bounds(workers).ok_or("cannot find the worker spec")?;
+            push("PET_NNODES", format!("{min}:{max}"));
             if let Some(n) = e.max_restarts {
                 push("PET_MAX_RESTARTS", n.to_string());
             }
@@ -153,43 +147,8 @@ fn init_container(master: &str) -> Result<Container, FrameworkError> {
 /// Kubeflow's PyTorchJob `UpdateJobStatus` (Master, then Worker: Kubeflow's map order is random).
 pub fn update_status(job: &PyTorchJob, u: &mut StatusUpdate<'_, '_>, policy: &SuccessPolicy) {
     let _ = policy;
-    let (ns, name) = (u.namespace().to_owned(), u.name().to_owned());
-    let has_master = u.specs().contains_key("Master");
-    let elastic = job.spec.extra.elastic_policy.is_some();
-    for rtype in ["Master", "Worker"] {
-        let Some(r) = u.role(rtype) else { continue };
-        let (replicas, policy) = (r.replicas, r.restart_policy);
-        let (expected, running, failed, succeeded) =
-            (r.replicas - r.succeeded, r.active, r.failed, r.succeeded);
-        if has_master {
-            if rtype == "Master" {
-                if running > 0 {
-                    u.set_running(format!("PyTorchJob {name} is running."));
-                }
-                if expected == 0 {
-                    u.set_succeeded(format!("PyTorchJob {name} is successfully completed."));
-                    return;
-                }
-            }
-        } else if rtype == "Worker" {
-            if expected == 0 || (elastic && succeeded > 0) {
-                u.set_succeeded(format!("PyTorchJob {ns}/{name} successfully completed."));
-            } else if running > 0 {
-                u.set_running(format!("PyTorchJob {ns}/{name} is running."));
-            }
-        }
-        if failed > 0 && replicas > succeeded + running {
-            if policy == RestartPolicy::Never {
-                u.set_failed(format!(
-                    "PyTorchJob {name} is failed because {failed} {rtype} replica(s) failed."
-                ));
-            } else {
-                u.set_restarting(format!(
-                    "PyTorchJob {name} is restarting because {failed} {rtype} replica(s) failed."
-                ));
-            }
-        }
-    }
+    // An elastic job succeeds with its first succeeded worker.
+    u.apply_leader_or_followers("Master", "Worker", job.spec.extra.elastic_policy.is_some());
 }
 
 #[cfg(test)]
@@ -286,6 +245,25 @@ mod tests {
         assert_eq!(get(&w, "PET_MAX_RESTARTS"), Some("3"));
         assert_eq!(get(&w, "PET_RDZV_CONF"), Some("a=1,b=2"));
         assert_eq!(get(&w, "MASTER_ADDR"), None, "worker-only jobs get no MASTER_*");
+    }
+
+    /// Kubeflow's defaulting fills a missing bound from the other, or both from the Workers.
+    #[test]
+    fn elastic_bounds_default_like_kubeflow() {
+        for (policy, nnodes) in [
+            (json!({}), "2:2"),
+            (json!({ "maxReplicas": 4 }), "4:4"),
+            (json!({ "minReplicas": 1 }), "1:1"),
+        ] {
+            let j = job(
+                json!({ "elasticPolicy": policy, "pytorchReplicaSpecs": { "Worker": replica(2, 8080) } }),
+            );
+            assert_eq!(
+                get(&vars(&j, "Worker", 0), "PET_NNODES"),
+                Some(nnodes),
+                "{policy}"
+            );
+        }
     }
 
     #[test]

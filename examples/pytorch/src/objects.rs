@@ -2,6 +2,7 @@
 //! The HorizontalPodAutoscaler of an elastic PyTorchJob (Kubeflow's `ReconcileHPA`): named after
 //! the job, scaling its Worker replicas through the scale subresource between the elastic
 //! policy's bounds on its metrics. It exists while the job runs; suspending deletes it.
+use kfop_runtime::api::ReplicaSpec;
 use kfop_runtime::k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kfop_runtime::kube::api::{ApiResource, DynamicObject};
 use kfop_runtime::kube::{Resource, ResourceExt};
@@ -30,8 +31,8 @@ pub fn desired_objects(ctx: &JobContext<'_, PyTorchJob>) -> Result<Vec<DesiredOb
     let Some(elastic) = &job.spec.extra.elastic_policy else {
         return Ok(Vec::new());
     };
-    // Kubeflow dereferences maxReplicas unchecked; without it there is nothing to scale to.
-    let (Some(metrics), Some(max)) = (&elastic.metrics, elastic.max_replicas) else {
+    let workers = ctx.specs.get("Worker").map(ReplicaSpec::replicas);
+    let (Some(metrics), Some((min, max))) = (&elastic.metrics, elastic.bounds(workers)) else {
         return Ok(Vec::new());
     };
     let kind = ApiResource::erase::<HorizontalPodAutoscaler>(&());
@@ -52,7 +53,7 @@ pub fn desired_objects(ctx: &JobContext<'_, PyTorchJob>) -> Result<Vec<DesiredOb
             "kind": PyTorchJob::kind(&()),
             "name": name,
         },
-        "minReplicas": elastic.min_replicas,
+        "minReplicas": min,
         "maxReplicas": max,
         "metrics": metrics,
     }});

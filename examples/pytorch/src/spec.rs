@@ -61,6 +61,19 @@ pub struct ElasticPolicy {
     pub metrics: Option<Vec<kfop_runtime::serde_json::Value>>,
 }
 
+impl ElasticPolicy {
+    /// The (min, max) worker bounds after Kubeflow's defaulting (`setElasticPolicy`): a missing
+    /// bound takes the other's value, and with neither both are the Worker replicas (`None`
+    /// when there is no Worker role to read them from).
+    pub fn bounds(&self, workers: Option<i32>) -> Option<(i32, i32)> {
+        match (self.min_replicas, self.max_replicas) {
+            (Some(min), Some(max)) => Some((min, max)),
+            (Some(n), None) | (None, Some(n)) => Some((n, n)),
+            (None, None) => workers.map(|n| (n, n)),
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(crate = "kfop_runtime::schemars")]
 pub struct RdzvConf {

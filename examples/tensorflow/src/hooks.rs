@@ -104,7 +104,7 @@ pub fn tf_config(ctx: &EnvContext<'_>, domain: &str, dynamic: bool) -> Result<St
         _ => (BTreeMap::new(), json!([])),
     };
     Ok(format!(
-        r#"{{"sparseCluster":{{"worker":{},"ps":{ps}}},"task":{task}}}"#,
+        r#"{{"cluster":{{"worker":{},"ps":{ps}}},"task":{task}}}"#,
         json!(worker)
     ))
 }
@@ -231,15 +231,15 @@ mod tests {
         let roles = [("Worker", 2), ("PS", 2)];
         assert_eq!(
             config(&roles, "default", "Worker", 1, "", true),
-            r#"{"sparseCluster":{"worker":{"1":"test-tfjob-worker-1.default.svc:2222"},"ps":["test-tfjob-ps-0.default.svc:2222","test-tfjob-ps-1.default.svc:2222"]},"task":{"type":"worker","index":1}}"#
+            r#"{"cluster":{"worker":{"1":"test-tfjob-worker-1.default.svc:2222"},"ps":["test-tfjob-ps-0.default.svc:2222","test-tfjob-ps-1.default.svc:2222"]},"task":{"type":"worker","index":1}}"#
         );
         assert_eq!(
             config(&roles, "default", "PS", 0, "", true),
-            r#"{"sparseCluster":{"worker":{},"ps":["test-tfjob-ps-0.default.svc:2222"]},"task":{"type":"ps","index":0}}"#
+            r#"{"cluster":{"worker":{},"ps":["test-tfjob-ps-0.default.svc:2222"]},"task":{"type":"ps","index":0}}"#
         );
         assert_eq!(
             config(&[("Worker", 2)], "default", "Worker", 0, "", true),
-            r#"{"sparseCluster":{"worker":{"0":"test-tfjob-worker-0.default.svc:2222"},"ps":null},"task":{"type":"worker","index":0}}"#
+            r#"{"cluster":{"worker":{"0":"test-tfjob-worker-0.default.svc:2222"},"ps":null},"task":{"type":"worker","index":0}}"#
         );
     }
 

@@ -54,7 +54,7 @@ static ENV: LazyLock<Result<Vec<EnvSpec>, TemplateError>> = LazyLock::new(|| {
         },
         EnvSpec {
             name: "PYTHONUNBUFFERED".to_owned(),
-            value: EnvValue::Template(Template::parse("0", &ROLES)?),
+            value: EnvValue::Template(Template::parse("1", &ROLES)?),
             roles: strings(&[]),
             requires: strings(&[]),
             unless: strings(&[]),

@@ -31,4 +31,5 @@ pub fn decorate_pod(
 pub fn update_status(job: &XGBoostJob, update: &mut StatusUpdate<'_, '_>, policy: &SuccessPolicy) {
     let _ = job;
     update.apply_policy(policy);
+    update.announce_exit_code_restarts("XGBoostJob");
 }

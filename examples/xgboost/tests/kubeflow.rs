@@ -42,7 +42,7 @@ async fn resources_and_env() {
             ("MASTER_ADDR", "test-job-master-0"),
             ("WORLD_SIZE", "3"),
             ("RANK", rank),
-            ("PYTHONUNBUFFERED", "0"),
+            ("PYTHONUNBUFFERED", "1"),
             ("WORKER_PORT", "9999"),
             ("WORKER_ADDRS", "test-job-worker-0,test-job-worker-1"),
         ]);

@@ -137,7 +137,7 @@ pub async fn apply<F: Framework>(ctx: &Context<F>, job: &F::Job, plan: Plan) -> 
         }
     }
 
-    if let Err(e) = apply_objects(ctx, &ns, &uid, &plan).await {
+    if let Err(e) = apply_objects(ctx, &ns, &uid, &plan, &mut events).await {
         first_error.get_or_insert(e);
     }
 
@@ -214,15 +214,28 @@ pub async fn apply<F: Framework>(ctx: &Context<F>, job: &F::Job, plan: Plan) -> 
 }
 
 /// Deletes, creates (after [`Framework::prepare_object`]) and patches owned objects, in
-/// parallel; returns the first error after trying everything.
-async fn apply_objects<F: Framework>(ctx: &Context<F>, ns: &str, job_uid: &str, plan: &Plan) -> Result<()> {
+/// parallel; returns the first error after trying everything. A PodGroup's deletion is
+/// announced as Kubeflow does (`JobTerminated`, then `SuccessfulDeletePodGroup` or
+/// `FailedDeletePodGroup`); other owned objects come and go without events.
+async fn apply_objects<F: Framework>(
+    ctx: &Context<F>,
+    ns: &str,
+    job_uid: &str,
+    plan: &Plan,
+    events: &mut Vec<JobEvent>,
+) -> Result<()> {
     let api = |resource: &kube::api::ApiResource| -> Api<DynamicObject> {
         Api::namespaced_with(ctx.client.clone(), ns, resource)
     };
     type Op<'a> = futures::future::BoxFuture<'a, Result<Option<String>>>;
     let mut ops: Vec<Op<'_>> = Vec::new();
+    let mut pod_groups = Vec::new();
     for ObjectRef { resource, child } in &plan.delete_objects {
         let api = api(resource);
+        if resource.kind == POD_GROUP {
+            pod_groups.push((api.clone(), child));
+            continue;
+        }
         ops.push(Box::pin(async move {
             delete(&api, child)
                 .await
@@ -234,6 +247,42 @@ async fn apply_objects<F: Framework>(ctx: &Context<F>, ns: &str, job_uid: &str, 
                     source,
                 })
         }));
+    }
+    let mut first_error = None;
+    for (api, child) in pod_groups {
+        events.push(child_event(
+            EventType::Normal,
+            "JobTerminated",
+            "Job has been terminated. Deleting PodGroup".to_owned(),
+            None,
+        ));
+        match delete(&api, child).await {
+            Ok(_) => {
+                if let Some(uid) = &child.uid {
+                    ctx.deleted.insert(job_uid, uid.clone());
+                }
+                events.push(child_event(
+                    EventType::Normal,
+                    "SuccessfulDeletePodGroup",
+                    format!("Deleted PodGroup: {}", child.name),
+                    None,
+                ));
+            }
+            Err(source) => {
+                events.push(child_event(
+                    EventType::Warning,
+                    "FailedDeletePodGroup",
+                    format!("Error deleting: {source}"),
+                    None,
+                ));
+                first_error.get_or_insert(Error::Kube {
+                    action: "deleting",
+                    kind: "owned object",
+                    name: format!("{POD_GROUP}/{}", child.name),
+                    source,
+                });
+            }
+        }
     }
     for DesiredObject { resource, object, .. } in &plan.create_objects {
         let api = api(resource);
@@ -281,7 +330,6 @@ async fn apply_objects<F: Framework>(ctx: &Context<F>, ns: &str, job_uid: &str, 
         .buffer_unordered(ctx.config.parallelism)
         .collect()
         .await;
-    let mut first_error = None;
     for result in results {
         match result {
             Ok(Some(deleted_uid)) => ctx.deleted.insert(job_uid, deleted_uid),
@@ -296,6 +344,8 @@ async fn apply_objects<F: Framework>(ctx: &Context<F>, ns: &str, job_uid: &str, 
 }
 
 const POD: &str = "pod";
+/// The kind of Volcano's and scheduler-plugins' PodGroups alike.
+const POD_GROUP: &str = "PodGroup";
 const SERVICE: &str = "service";
 
 enum Child {

@@ -6,12 +6,15 @@ use super::scheduler::GangScheduler;
 /// Volcano PodGroup phases that mean "not admitted yet".
 const VOLCANO_WAITING_PHASES: [&str; 2] = ["", "Pending"];
 
-/// Under Volcano, pods are not created while the PodGroup is missing or its `status.phase` is
-/// empty or `Pending` (Volcano has not admitted the gang to its queue yet); scheduler-plugins
-/// gates in the scheduler itself, so pods are never held.
+/// Pods are not created before the cache shows the job's PodGroup (a pod naming a missing
+/// group is left pending by the coscheduling plugin; Kubeflow's sync returns early the same
+/// way). Under Volcano they also wait while its `status.phase` is empty or `Pending` (Volcano
+/// has not admitted the gang to its queue yet); scheduler-plugins gates the rest in the
+/// scheduler itself.
 pub fn holds_pods(scheduler: &GangScheduler, observed_pod_group: Option<&DynamicObject>) -> bool {
     match scheduler {
-        GangScheduler::None | GangScheduler::SchedulerPlugins { .. } => false,
+        GangScheduler::None => false,
+        GangScheduler::SchedulerPlugins { .. } => observed_pod_group.is_none(),
         GangScheduler::Volcano => observed_pod_group.is_none_or(|pg| {
             let phase = pg
                 .data
@@ -55,11 +58,11 @@ mod tests {
     }
 
     #[test]
-    fn scheduler_plugins_and_none_never_hold() {
+    fn scheduler_plugins_holds_only_until_the_group_exists_and_none_never() {
         let plugins = GangScheduler::SchedulerPlugins {
             scheduler_name: "s".to_owned(),
         };
-        assert!(!holds_pods(&plugins, None));
+        assert!(holds_pods(&plugins, None));
         assert!(!holds_pods(
             &plugins,
             Some(&pod_group(serde_json::json!({"phase": "Pending"})))

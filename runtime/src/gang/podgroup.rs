@@ -81,7 +81,9 @@ pub struct VolcanoSpec {
     pub queue: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub priority_class_name: String,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    /// Always written, `{}` when nothing is requested: Volcano's field is a pointer that
+    /// Kubeflow always sets.
+    #[serde(default)]
     pub min_resources: BTreeMap<String, Quantity>,
 }
 

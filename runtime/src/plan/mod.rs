@@ -370,6 +370,14 @@ fn reconcile_job<F: Framework>(
         return Ok(JobPhase::Finished);
     }
 
+    if gang_holds(observed, &d.name) {
+        // Kubeflow's ReconcileJobs returns here: no pods, no services, no replica counts and no
+        // startTime (so activeDeadlineSeconds does not count the wait). kfop watches the
+        // PodGroup, so its admission triggers the next pass; lastReconcileTime is only stamped
+        // once, where Kubeflow rewrites it on every pass to poll.
+        d.status.last_reconcile_time.get_or_insert_with(|| now.clone());
+        return Ok(JobPhase::Active);
+    }
     let counts = replicas::reconcile(framework, job, specs, observed, d)?;
     gang_pods(observed, specs, d);
     if !d.status.is(JobConditionType::Failed) {
@@ -389,19 +397,23 @@ fn reconcile_job<F: Framework>(
     Ok(JobPhase::Active)
 }
 
-/// Points new pods at the job's PodGroup, and under Volcano holds them back until the PodGroup
-/// is admitted (its phase is no longer empty or Pending).
+/// Whether the gang scheduler holds the job back ([`gang::holds_pods`]): until the cache shows
+/// its PodGroup, and under Volcano until the PodGroup is admitted.
+fn gang_holds(observed: &Observed, job: &str) -> bool {
+    let scheduler = &observed.scheduling.scheduler;
+    scheduler
+        .pod_group_api_resource()
+        .is_some_and(|kind| gang::holds_pods(scheduler, find(&observed.objects, &kind, job)))
+}
+
+/// Points new pods at the job's PodGroup.
 fn gang_pods(
     observed: &Observed,
     specs: &std::collections::BTreeMap<String, crate::api::ReplicaSpec>,
     d: &mut Draft<'_>,
 ) {
     let scheduler = &observed.scheduling.scheduler;
-    let Some(kind) = scheduler.pod_group_api_resource() else {
-        return;
-    };
-    if gang::holds_pods(scheduler, find(&observed.objects, &kind, &d.name)) {
-        d.plan.create_pods.clear();
+    if scheduler.pod_group_api_resource().is_none() {
         return;
     }
     if !d.plan.create_pods.is_empty() && gang::custom_scheduler_set(scheduler, specs) {

@@ -158,17 +158,91 @@ impl<'a, 'b> StatusUpdate<'a, 'b> {
         }
     }
 
-    /// `Restarting=True`, with a Warning event and the restart metric.
+    /// `Restarting=True` with the restart metric on the transition, and a Warning event on every
+    /// call: Kubeflow's status functions record it whenever they see a role restarting, also
+    /// when the engine set the condition already in the same pass.
     pub fn set_restarting(&mut self, message: String) {
+        if self.d.status.is(JobConditionType::Failed) {
+            return;
+        }
         if self.d.condition(
             JobConditionType::Restarting,
             ConditionStatus::True,
             "Restarting",
             message.clone(),
         ) {
-            self.d
-                .event(EventType::Warning, reason(self.d.kind, "Restarting"), message);
             self.d.plan.metrics.push(JobMetric::Restarted);
+        }
+        self.d
+            .event(EventType::Warning, reason(self.d.kind, "Restarting"), message);
+    }
+
+    /// Kubeflow's PyTorchJob and PaddleJob status functions. With a `leader` role the leader
+    /// decides: Running while it runs, Succeeded once all its replicas succeeded. Without one the
+    /// `followers` do: Succeeded once all succeeded (or, with `any_follower_succeeds`, one),
+    /// else Running while any runs. A role with failed pods and fewer running or succeeded pods
+    /// than replicas restarts, or fails the job when its restartPolicy is Never.
+    pub fn apply_leader_or_followers(&mut self, leader: &str, followers: &str, any_follower_succeeds: bool) {
+        let (kind, ns, name) = (
+            self.kind().to_owned(),
+            self.namespace().to_owned(),
+            self.name().to_owned(),
+        );
+        let has_leader = self.specs.contains_key(leader);
+        for rtype in [leader, followers] {
+            let Some(r) = self.role(rtype) else { continue };
+            let (replicas, policy) = (r.replicas, r.restart_policy);
+            let (expected, running, failed, succeeded) =
+                (r.replicas - r.succeeded, r.active, r.failed, r.succeeded);
+            if has_leader {
+                if rtype == leader {
+                    if running > 0 {
+                        self.set_running(format!("{kind} {name} is running."));
+                    }
+                    if expected == 0 {
+                        self.set_succeeded(format!("{kind} {name} is successfully completed."));
+                        return;
+                    }
+                }
+            } else if rtype == followers {
+                if expected == 0 || (any_follower_succeeds && succeeded > 0) {
+                    self.set_succeeded(format!("{kind} {ns}/{name} successfully completed."));
+                } else if running > 0 {
+                    self.set_running(format!("{kind} {ns}/{name} is running."));
+                }
+            }
+            if failed > 0 && replicas > succeeded + running {
+                if policy == RestartPolicy::Never {
+                    self.set_failed(format!(
+                        "{kind} {name} is failed because {failed} {rtype} replica(s) failed."
+                    ));
+                } else {
+                    self.set_restarting(format!(
+                        "{kind} {name} is restarting because {failed} {rtype} replica(s) failed."
+                    ));
+                }
+            }
+        }
+    }
+
+    /// What Kubeflow's XGBoostJob and MXJob status functions add to the default policy: a role
+    /// whose failed pods were replaced under restartPolicy ExitCode announces the restart as
+    /// `<subject> <name> is restarting because <n> <role> replica(s) failed.`
+    pub fn announce_exit_code_restarts(&mut self, subject: &str) {
+        let name = self.name().to_owned();
+        let restarted: Vec<(String, i32)> = self
+            .specs
+            .keys()
+            .filter_map(|role| {
+                let r = self.role(role)?;
+                (r.restarted && r.failed > 0 && r.restart_policy == RestartPolicy::ExitCode)
+                    .then(|| (role.clone(), r.failed))
+            })
+            .collect();
+        for (role, failed) in restarted {
+            self.set_restarting(format!(
+                "{subject} {name} is restarting because {failed} {role} replica(s) failed."
+            ));
         }
     }
 
@@ -176,6 +250,13 @@ impl<'a, 'b> StatusUpdate<'a, 'b> {
     /// active and succeed per the rule; a failed replica of a role whose pods are not replaced
     /// (restartPolicy Never) fails the job. Success is checked first and ends the update.
     pub fn apply_policy(&mut self, success: &SuccessPolicy) {
+        let kind = self.kind().to_owned();
+        self.apply_policy_worded(success, &kind);
+    }
+
+    /// [`Self::apply_policy`] with `subject` opening the Failed message in place of the kind
+    /// (Kubeflow's MXJob writes `mxjob <name> is failed because ...`).
+    pub fn apply_policy_worded(&mut self, success: &SuccessPolicy, subject: &str) {
         let specs = self.specs;
         let deciding: Vec<&str> = success
             .roles(specs)
@@ -210,7 +291,7 @@ impl<'a, 'b> StatusUpdate<'a, 'b> {
             if state.failed > 0 && !state.restarted && state.restart_policy == RestartPolicy::Never {
                 let failed = state.failed;
                 self.set_failed(format!(
-                    "{kind} {name} is failed because {failed} {role} replica(s) failed."
+                    "{subject} {name} is failed because {failed} {role} replica(s) failed."
                 ));
                 return;
             }
