@@ -13,6 +13,7 @@ echo "using $bin"
 
 step "Kubeflow's operators as peers (the conformance oracle)"
 testenv/peers/build.sh training-operator
+testenv/peers/build.sh training-operator-v1.9.0
 
 step "Python environment for the Kubeflow SDK test"
 cache=${KFOP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kfop}
