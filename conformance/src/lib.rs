@@ -16,6 +16,7 @@
 //! * [`glob`]: the wildcards of case, step, field and value patterns;
 //! * [`operators`], [`runner`]: the plane, both operators and the run.
 
+pub mod admission;
 pub mod allowed;
 pub mod cases;
 pub mod diff;
