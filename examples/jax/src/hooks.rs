@@ -2,7 +2,7 @@
 //! Hooks for what the manifest cannot say. This file is yours: `kfop gen` never touches it.
 use std::collections::BTreeMap;
 
-use kfop_runtime::api::{ReplicaSpec, RestartPolicy};
+use kfop_runtime::api::ReplicaSpec;
 use kfop_runtime::k8s_openapi::api::core::v1::PodTemplateSpec;
 use kfop_runtime::plan::StatusUpdate;
 use kfop_runtime::policy::SuccessPolicy;
@@ -29,26 +29,12 @@ pub fn decorate_pod(
 
 /// Sets the job's conditions after its pods were reconciled; `policy` is the manifest's
 /// success rule for this job.
-/// Kubeflow's JAXJob status: every worker succeeded is success, a running worker is Running,
-/// a failed worker that is not replaced (restartPolicy Never) fails the job; its messages.
+/// Kubeflow's JAXJob status function is its PyTorchJob one without a master: every worker
+/// succeeded is success, a running worker Running, a failed worker not running again a restart
+/// (with its Warning event on every pass that sees it) or, under restartPolicy Never, the job's
+/// failure; its messages.
 pub fn update_status(job: &JAXJob, update: &mut StatusUpdate<'_, '_>, policy: &SuccessPolicy) {
     let _ = (job, policy);
-    let (ns, name) = (update.namespace().to_owned(), update.name().to_owned());
-    let Some(w) = update.role("Worker") else {
-        return;
-    };
-    let (replicas, active, succeeded, failed) = (w.replicas, w.active, w.succeeded, w.failed);
-    let unreplaced = w.restart_policy == RestartPolicy::Never && !w.restarted;
-    if succeeded >= replicas {
-        update.set_succeeded(format!("JAXJob {ns}/{name} successfully completed."));
-        return;
-    }
-    if active > 0 && !update.restarted_any() {
-        update.set_running(format!("JAXJob {ns}/{name} is running."));
-    }
-    if failed > 0 && replicas > succeeded + active && unreplaced {
-        update.set_failed(format!(
-            "JAXJob {name} is failed because {failed} Worker replica(s) failed."
-        ));
-    }
+    // A JAXJob has no Master role, so the Workers decide alone.
+    update.apply_leader_or_followers("Master", "Worker", false);
 }
