@@ -1,8 +1,9 @@
 //! The corpus: what each case runs and the lifecycle it drives the job through, read from data.
 //!
-//! * `cases/examples.yaml` lists every job example of the peer's Go module (`examples/`),
-//!   each run with its spec unchanged; [`load_examples`] fails when the module has one the file
-//!   does not list, so a version bump cannot silently shrink the corpus.
+//! * `cases/examples.yaml` lists every job example of the peers' Go modules (`examples/`) of
+//!   the kinds each peer judges ([`Kind::peer`]), each run with its spec unchanged;
+//!   [`load_examples`] fails when a module has one the file does not list, so a version bump
+//!   cannot silently shrink the corpus.
 //! * `cases/variants.yaml` holds one small job per kind and variants over them (restart
 //!   policies and exit codes, cleanPodPolicy, backoffLimit, suspend, ...), each a matrix of
 //!   axes substituted into a spec patch and a list of steps ([`load_variants`]).
@@ -10,13 +11,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use kfop_testenv::peer;
 use kube::api::ApiResource;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::{Error, Result, glob};
 
-/// A job kind under test: its API and the names Kubeflow gives its parts.
+/// A job kind under test: its API, the names Kubeflow gives its parts and the Kubeflow release
+/// that judges it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Kind {
     pub kind: &'static str,
@@ -25,42 +28,71 @@ pub struct Kind {
     pub specs: &'static str,
     /// The container named after the framework.
     pub container: &'static str,
+    /// The peer (folder under `testenv/peers/`) whose operator its cases run under.
+    pub peer: &'static str,
 }
 
-/// The kinds both operators serve from one CRD. JAXJob exists only from Kubeflow v1.9; MPIJob
-/// is v1 in training-operator and v2beta1 in kfop, two APIs of one CRD name.
-pub const KINDS: [Kind; 5] = [
+/// The Kubeflow release most kinds are judged by.
+const V1_8_1: &str = peer::TRAINING_OPERATOR;
+
+/// The kinds both operators serve from one CRD. JAXJob exists only from Kubeflow v1.9, which
+/// judges it; v1.9 dropped MXJob, so v1.8.1 stays the judge of the others. MPIJob is v1 in
+/// training-operator and v2beta1 in kfop, two APIs of one CRD name.
+pub const KINDS: [Kind; 6] = [
     Kind {
         kind: "PyTorchJob",
         plural: "pytorchjobs",
         specs: "pytorchReplicaSpecs",
         container: "pytorch",
+        peer: V1_8_1,
     },
     Kind {
         kind: "TFJob",
         plural: "tfjobs",
         specs: "tfReplicaSpecs",
         container: "tensorflow",
+        peer: V1_8_1,
     },
     Kind {
         kind: "XGBoostJob",
         plural: "xgboostjobs",
         specs: "xgbReplicaSpecs",
         container: "xgboost",
+        peer: V1_8_1,
     },
     Kind {
         kind: "PaddleJob",
         plural: "paddlejobs",
         specs: "paddleReplicaSpecs",
         container: "paddle",
+        peer: V1_8_1,
     },
     Kind {
         kind: "MXJob",
         plural: "mxjobs",
         specs: "mxReplicaSpecs",
         container: "mxnet",
+        peer: V1_8_1,
+    },
+    Kind {
+        kind: "JAXJob",
+        plural: "jaxjobs",
+        specs: "jaxReplicaSpecs",
+        container: "jax",
+        peer: peer::TRAINING_OPERATOR_V1_9_0,
     },
 ];
+
+/// The peers judging [`KINDS`], each once, in the order of the kinds.
+pub fn peers() -> Vec<&'static str> {
+    let mut peers: Vec<&'static str> = Vec::new();
+    for kind in &KINDS {
+        if !peers.contains(&kind.peer) {
+            peers.push(kind.peer);
+        }
+    }
+    peers
+}
 
 impl Kind {
     pub fn named(kind: &str) -> Option<Self> {
@@ -256,10 +288,12 @@ struct ExampleEntry {
     template_annotations: BTreeMap<String, String>,
 }
 
-/// The examples of `cases_file` read from `examples_dir`, specs unchanged but for the template
-/// annotations the file adds; fails if `examples_dir` holds a job of a kind under test that the
-/// file neither lists nor skips.
-pub fn load_examples(cases_file: &Path, examples_dir: &Path) -> Result<Vec<Case>> {
+/// The examples of `cases_file`, specs unchanged but for the template annotations the file adds.
+/// `modules` holds each peer's `examples/`; an entry is read from the module of the peer judging
+/// its kind (v1.9.0's `pytorch/simple.yaml` is no JAX example, v1.8.1's is the PyTorch one).
+/// Fails if a module holds a job that the file neither lists nor skips, unless another peer
+/// judges its kind (v1.9.0's PyTorch examples are not v1.9.0's to judge).
+pub fn load_examples(cases_file: &Path, modules: &[(&str, PathBuf)]) -> Result<Vec<Case>> {
     let file: ExamplesFile =
         serde_saphyr::from_str(&read(cases_file)?).map_err(|e| Error::parse(cases_file, e))?;
     let listed: BTreeSet<&str> = file
@@ -268,47 +302,72 @@ pub fn load_examples(cases_file: &Path, examples_dir: &Path) -> Result<Vec<Case>
         .map(|e| e.file.as_str())
         .chain(file.skipped.keys().map(String::as_str))
         .collect();
+    // Relative path -> the file, in the module of the peer judging its job's kind.
+    let mut judged: BTreeMap<String, PathBuf> = BTreeMap::new();
     let mut unlisted = Vec::new();
-    for path in yaml_files(examples_dir)? {
-        let relative = path
-            .strip_prefix(examples_dir)
-            .unwrap_or(&path)
-            .to_string_lossy()
-            .into_owned();
-        let is_job = documents(&path)?.iter().any(|d| {
-            d["apiVersion"]
-                .as_str()
-                .is_some_and(|v| v.starts_with("kubeflow.org/"))
-        });
-        if is_job && !listed.contains(relative.as_str()) {
-            unlisted.push(relative);
+    for (peer, examples_dir) in modules {
+        for path in yaml_files(examples_dir)? {
+            let relative = path
+                .strip_prefix(examples_dir)
+                .unwrap_or(&path)
+                .to_string_lossy()
+                .into_owned();
+            let judges: Vec<Option<&str>> = documents(&path)?
+                .iter()
+                .filter(|d| {
+                    d["apiVersion"]
+                        .as_str()
+                        .is_some_and(|v| v.starts_with("kubeflow.org/"))
+                })
+                .map(|d| Kind::named(d["kind"].as_str().unwrap_or_default()).map(|k| k.peer))
+                .collect();
+            if judges.contains(&Some(*peer))
+                && let Some(other) = judged.insert(relative.clone(), path.clone())
+            {
+                return Err(Error::parse(
+                    &path,
+                    format!("two peers judge a job of this name: {}", other.display()),
+                ));
+            }
+            // A job of a kind nobody judges (MPIJob) is every module's to list or skip.
+            let ours = judges.iter().any(|j| j.is_none_or(|p| p == *peer));
+            if ours && !listed.contains(relative.as_str()) {
+                unlisted.push(path.display().to_string());
+            }
         }
     }
     if !unlisted.is_empty() {
         return Err(Error::parse(
             cases_file,
-            format!(
-                "lists neither of these jobs in {}: {unlisted:?}",
-                examples_dir.display()
-            ),
+            format!("lists neither of these jobs: {unlisted:?}"),
         ));
     }
     file.examples
         .iter()
-        .map(|entry| example_case(&file, entry, examples_dir))
+        .map(|entry| {
+            let path = judged.get(&entry.file).ok_or_else(|| {
+                Error::parse(
+                    cases_file,
+                    format!(
+                        "{}: no peer's module holds it as a job of a kind that peer judges",
+                        entry.file
+                    ),
+                )
+            })?;
+            example_case(&file, entry, path)
+        })
         .collect()
 }
 
-fn example_case(file: &ExamplesFile, entry: &ExampleEntry, examples_dir: &Path) -> Result<Case> {
-    let path = examples_dir.join(&entry.file);
-    let mut docs = documents(&path)?;
+fn example_case(file: &ExamplesFile, entry: &ExampleEntry, path: &Path) -> Result<Case> {
+    let mut docs = documents(path)?;
     if docs.len() != 1 {
-        return Err(Error::parse(&path, "expected one job document"));
+        return Err(Error::parse(path, "expected one job document"));
     }
     let mut job = docs.remove(0);
     let kind_name = job["kind"].as_str().unwrap_or_default().to_owned();
     let kind = Kind::named(&kind_name)
-        .ok_or_else(|| Error::parse(&path, format!("kind {kind_name:?} is not under test")))?;
+        .ok_or_else(|| Error::parse(path, format!("kind {kind_name:?} is not under test")))?;
     let name = match &entry.name {
         Some(name) => name.clone(),
         None => job["metadata"]["name"].as_str().unwrap_or_default().to_owned(),
@@ -714,6 +773,50 @@ mod tests {
             case.expected_pods(),
             ["pt-x-master-0", "pt-x-worker-0", "pt-x-worker-1"]
         );
+    }
+
+    fn job(kind: &str, name: &str) -> String {
+        format!(
+            "apiVersion: kubeflow.org/v1\nkind: {kind}\nmetadata: {{name: {name}}}\n\
+             spec: {{r: {{Worker: {{replicas: 1, template: {{spec: {{containers: []}}}}}}}}}}\n"
+        )
+    }
+
+    #[test]
+    fn examples_come_from_the_module_of_the_release_judging_their_kind() {
+        let root = std::env::temp_dir().join(format!("kfop-examples-{}", std::process::id()));
+        let write = |module: &str, file: &str, text: String| {
+            let path = root.join(module).join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write("old", "pytorch/simple.yaml", job("PyTorchJob", "old-simple"));
+        write("old", "mpi/x.yaml", job("MPIJob", "x"));
+        write("new", "pytorch/simple.yaml", job("PyTorchJob", "new-simple"));
+        write("new", "mpi/x.yaml", job("MPIJob", "x"));
+        write("new", "jax/demo.yaml", job("JAXJob", "jax-demo"));
+        let cases_file = root.join("examples.yaml");
+        let modules = [
+            (peer::TRAINING_OPERATOR, root.join("old")),
+            (peer::TRAINING_OPERATOR_V1_9_0, root.join("new")),
+        ];
+        let listing = |files: &str| {
+            std::fs::write(
+                &cases_file,
+                format!(
+                    "templateAnnotations: {{}}\nsteps: [running]\nexamples: [{files}]\n\
+                     skipped: {{mpi/x.yaml: MPIJob is not under test}}\n"
+                ),
+            )
+            .unwrap();
+            load_examples(&cases_file, &modules)
+        };
+        let cases = listing("{file: pytorch/simple.yaml}, {file: jax/demo.yaml}").unwrap();
+        let names: Vec<(&str, &str)> = cases.iter().map(|c| (c.name.as_str(), c.kind.kind)).collect();
+        assert_eq!(names, [("old-simple", "PyTorchJob"), ("jax-demo", "JAXJob")]);
+        let unlisted = listing("{file: pytorch/simple.yaml}").unwrap_err().to_string();
+        assert!(unlisted.contains("jax/demo.yaml"), "{unlisted}");
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]

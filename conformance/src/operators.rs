@@ -1,6 +1,6 @@
-//! The two operators under comparison, each watching its own namespace of one plane: Kubeflow's
-//! training-operator (a [`Peer`]) and kfop's all-in-one `kfop-operator` binary, as separate
-//! processes, and the one set of CRDs both serve from.
+//! The operators under comparison, each watching its own namespace of one plane: Kubeflow's
+//! training-operator (a [`Peer`], of the release judging the kinds) and kfop's all-in-one
+//! `kfop-operator` binary, as separate processes, and the one set of CRDs both serve from.
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -71,15 +71,18 @@ pub fn kfop_crds(bin: &Path, schemes: &[String]) -> Result<Vec<CustomResourceDef
     serde_saphyr::from_multiple(&text).map_err(|e| Error::Operator(format!("`crds` printed no CRDs: {e}")))
 }
 
-/// Kubeflow v1.8.1 watching `namespace` for `schemes`, on the CRDs already installed, its
-/// webhook unused (admission is the CRDs' on both sides).
+/// Kubeflow's operator of `peer` (a folder under `testenv/peers/`) watching `namespace` for
+/// `schemes`, on the CRDs already installed, its webhook unused (admission is the CRDs' on both
+/// sides).
 pub async fn start_kubeflow(
+    peer: &str,
     kubeconfig: &Path,
     namespace: &str,
     schemes: &[String],
     gang: Option<&str>,
 ) -> Result<Peer> {
     let options = PeerOptions {
+        peer: peer.to_owned(),
         gang_scheduler: gang.map(str::to_owned),
         webhooks: PeerWebhooks::Off,
         enable_schemes: schemes.to_vec(),

@@ -1,12 +1,13 @@
 //! The runner's result: every difference of every case, each declared by an entry of the
 //! allowed-differences file or not, rendered as Markdown tables.
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::allowed::{AllowedDifferences, Context, Status};
+use crate::cases::Kind;
 use crate::diff::{Difference, diff, render};
 use crate::drive::Settled;
 use crate::snapshot::{META, events_recorded};
@@ -66,10 +67,16 @@ pub struct Report {
     pub records: Vec<CaseRecord>,
     pub found: Vec<Found>,
     pub allowed: AllowedDifferences,
+    /// The Kubeflow release of each peer (`training-operator` -> `v1.8.1`).
+    pub versions: Vec<(&'static str, String)>,
 }
 
 impl Report {
-    pub fn new(records: Vec<CaseRecord>, allowed: AllowedDifferences) -> Self {
+    pub fn new(
+        records: Vec<CaseRecord>,
+        allowed: AllowedDifferences,
+        versions: Vec<(&'static str, String)>,
+    ) -> Self {
         let mut found = Vec::new();
         for record in &records {
             let mut seen: BTreeMap<(String, String, String), usize> = BTreeMap::new();
@@ -105,7 +112,37 @@ impl Report {
             records,
             found,
             allowed,
+            versions,
         }
+    }
+
+    /// The Kubeflow release that judged `kind`.
+    fn version_of(&self, kind: &str) -> &str {
+        let peer = Kind::named(kind).map(|k| k.peer);
+        self.versions
+            .iter()
+            .find(|(p, _)| Some(*p) == peer)
+            .map_or("?", |(_, v)| v.as_str())
+    }
+
+    /// `v1.8.1 (MXJob, PyTorchJob) and v1.9.0 (JAXJob)`: each release with the kinds it judged.
+    fn judges(&self) -> String {
+        let mut by_version: Vec<(&str, BTreeSet<&str>)> = Vec::new();
+        for record in &self.records {
+            let version = self.version_of(record.kind);
+            match by_version.iter_mut().find(|(v, _)| *v == version) {
+                Some((_, kinds)) => {
+                    kinds.insert(record.kind);
+                }
+                None => by_version.push((version, BTreeSet::from([record.kind]))),
+            }
+        }
+        by_version.sort();
+        by_version
+            .iter()
+            .map(|(v, kinds)| format!("{v} ({})", kinds.iter().copied().collect::<Vec<_>>().join(", ")))
+            .collect::<Vec<_>>()
+            .join(" and ")
     }
 
     /// Undeclared differences plus cases that could not run: what must be 0.
@@ -126,8 +163,10 @@ impl Report {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "## Differential conformance: Kubeflow training-operator v1.8.1 vs kfop\n\n\
-             | kind | cases | identical | declared differences | undeclared |\n|---|---|---|---|---|"
+            "## Differential conformance: Kubeflow training-operator {} vs kfop\n\n\
+             | kind | Kubeflow | cases | identical | declared differences | undeclared |\n\
+             |---|---|---|---|---|---|",
+            self.judges()
         );
         let mut kinds: Vec<&str> = self.records.iter().map(|r| r.kind).collect();
         kinds.dedup();
@@ -152,7 +191,8 @@ impl Report {
                 Some(k) => {
                     let _ = writeln!(
                         out,
-                        "| {k} | {} | {identical} | {declared} | {undeclared} |",
+                        "| {k} | {} | {} | {identical} | {declared} | {undeclared} |",
+                        self.version_of(k),
                         records.len()
                     );
                     total = (
@@ -165,7 +205,7 @@ impl Report {
                 None => {
                     let _ = writeln!(
                         out,
-                        "| **all** | **{}** | **{}** | **{}** | **{}** |",
+                        "| **all** | | **{}** | **{}** | **{}** | **{}** |",
                         total.0, total.1, total.2, total.3
                     );
                 }
@@ -369,14 +409,21 @@ mod tests {
             error: None,
             elapsed: Duration::from_secs(3),
         };
-        let report = Report::new(vec![record], allowed);
+        let versions = vec![(kfop_testenv::peer::TRAINING_OPERATOR, "v1.8.1".to_owned())];
+        let report = Report::new(vec![record], allowed, versions);
         assert_eq!(report.found.len(), 2);
         assert_eq!(report.found[0].steps, 3);
         assert_eq!(report.found[0].allowed, Some(0));
         assert_eq!(report.found[1].step, "3: running");
         assert_eq!(report.failures(), 1);
         let text = report.render();
-        assert!(text.contains("| PyTorchJob | 1 | 0 | 1 | 1 |"), "{text}");
+        assert!(
+            text.starts_with(
+                "## Differential conformance: Kubeflow training-operator v1.8.1 (PyTorchJob) vs kfop"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("| PyTorchJob | v1.8.1 | 1 | 0 | 1 | 1 |"), "{text}");
         assert!(text.contains("| pt-a | 3: running | `x` | `1` | `2` |"), "{text}");
     }
 }

@@ -2,6 +2,10 @@
 //! Kubeflow's training-operator watching one namespace and kfop's operator another, configured
 //! alike; every case is driven through its steps on both sides of its lane at once, a snapshot
 //! of each side after each step. Cases run [`Options::concurrency`] at a time.
+//!
+//! Each kind is judged by one Kubeflow release ([`cases::Kind::peer`]): a lane runs one Kubeflow
+//! process per release its cases need, all watching the lane's Kubeflow namespace, each for its
+//! own kinds only (two controllers never share a kind), next to one kfop process for every kind.
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -74,9 +78,9 @@ impl Default for Options {
     }
 }
 
-/// The corpus: the peer module's examples, then the variants.
-pub fn corpus(options: &Options, examples_dir: &Path) -> Result<Vec<Case>> {
-    let mut all = cases::load_examples(&options.cases_dir.join("examples.yaml"), examples_dir)?;
+/// The corpus: the examples of the peers' modules (`(peer, examples dir)`), then the variants.
+pub fn corpus(options: &Options, modules: &[(&str, PathBuf)]) -> Result<Vec<Case>> {
+    let mut all = cases::load_examples(&options.cases_dir.join("examples.yaml"), modules)?;
     all.extend(cases::load_variants(&options.cases_dir.join("variants.yaml"))?);
     cases::check(&all)?;
     if let Some(case) = all.iter().find(|c| !LANES.iter().any(|l| l.name == c.lane)) {
@@ -95,19 +99,34 @@ pub fn corpus(options: &Options, examples_dir: &Path) -> Result<Vec<Case>> {
 /// plane, an operator died); differences are the report's.
 pub async fn run(options: &Options) -> Result<Report> {
     let allowed = AllowedDifferences::load(&options.allowed_file)?;
-    // Builds are no-ops on a warm cache; cold, they take minutes (and Go for the peer).
-    let (peer, bin) = tokio::task::spawn_blocking(|| -> Result<_> {
+    // Builds are no-ops on a warm cache; cold, they take minutes (and Go for the peers).
+    let (peers, bin) = tokio::task::spawn_blocking(|| -> Result<_> {
         Assets::locate_or_build()?;
-        let peer = PeerBuild::locate_or_build(kfop_testenv::peer::TRAINING_OPERATOR)?;
-        Ok((peer, operators::operator_bin()?))
+        let peers = cases::peers()
+            .into_iter()
+            .map(|peer| Ok((peer, PeerBuild::locate_or_build(peer)?)))
+            .collect::<Result<Vec<_>>>()?;
+        Ok((peers, operators::operator_bin()?))
     })
     .await
     .map_err(|e| Error::Task(format!("building: {e}")))??;
-    let module = tokio::task::spawn_blocking(move || peer.module_source())
-        .await
-        .map_err(|e| Error::Task(format!("go list: {e}")))??;
-    let corpus = corpus(options, &module.join("examples"))?;
-    let schemes: Vec<String> = KINDS.iter().map(|k| k.scheme()).collect();
+    let (peers, modules) = tokio::task::spawn_blocking(move || -> Result<_> {
+        let modules = peers
+            .iter()
+            .map(|(peer, build)| Ok((*peer, build.module_source()?.join("examples"))))
+            .collect::<Result<Vec<_>>>()?;
+        Ok((peers, modules))
+    })
+    .await
+    .map_err(|e| Error::Task(format!("go list: {e}")))??;
+    let corpus = corpus(options, &modules)?;
+    let schemes = |peer: Option<&str>| -> Vec<String> {
+        KINDS
+            .iter()
+            .filter(|k| peer.is_none_or(|p| k.peer == p))
+            .map(|k| k.scheme())
+            .collect()
+    };
 
     // Room for both sides of every case running at once (the GPU examples ask for 8 a pod):
     // a pod pending for capacity on one side only would be a difference of the plane's.
@@ -123,7 +142,7 @@ pub async fn run(options: &Options) -> Result<Report> {
     })
     .await?;
     let client = plane.client().await?;
-    let mut crd_set = operators::kfop_crds(&bin, &schemes)?;
+    let mut crd_set = operators::kfop_crds(&bin, &schemes(None))?;
     crd_set.extend(crds::pod_groups()?);
     install_crds(&client, crd_set).await?;
     // One operator pair per lane the corpus uses; they live until every case ran.
@@ -144,11 +163,19 @@ pub async fn run(options: &Options) -> Result<Report> {
             pair.0.provide_claims(case).await?;
             pair.1.provide_claims(case).await?;
         }
-        let kubeflow =
-            operators::start_kubeflow(plane.kubeconfig(), &kf_ns, &schemes, lane.kubeflow_gang).await?;
-        let kfop =
-            operators::start_kfop(&bin, plane.kubeconfig(), &kfop_ns, &schemes, lane.kfop_gang).await?;
-        operators.push((kubeflow, kfop));
+        // Every release the lane's cases need, and kfop, start at once.
+        let kubeconfig = plane.kubeconfig();
+        let releases: Vec<(&str, Vec<String>)> = cases::peers()
+            .into_iter()
+            .filter(|p| corpus.iter().any(|c| c.lane == lane.name && c.kind.peer == *p))
+            .map(|p| (p, schemes(Some(p))))
+            .collect();
+        let kubeflows = futures::future::try_join_all(releases.iter().map(|(peer, schemes)| {
+            operators::start_kubeflow(peer, kubeconfig, &kf_ns, schemes, lane.kubeflow_gang)
+        }));
+        let all_schemes = schemes(None);
+        let kfop = operators::start_kfop(&bin, kubeconfig, &kfop_ns, &all_schemes, lane.kfop_gang);
+        operators.push(futures::try_join!(kubeflows, kfop)?);
         sides.push((lane.name, pair));
     }
 
@@ -181,15 +208,22 @@ pub async fn run(options: &Options) -> Result<Report> {
     records.sort_by_key(|(i, _)| *i);
 
     // A difference from an operator that died meanwhile would be no difference of behaviour.
-    for (kubeflow, kfop) in &mut operators {
-        kubeflow.check_alive()?;
+    for (kubeflows, kfop) in &mut operators {
+        for kubeflow in kubeflows {
+            kubeflow.check_alive()?;
+        }
         kfop.check_alive()?;
     }
     drop(operators);
     drop(plane);
+    let versions = peers
+        .iter()
+        .map(|(peer, build)| (*peer, build.version().to_owned()))
+        .collect();
     Ok(Report::new(
         records.into_iter().map(|(_, r)| r).collect(),
         allowed,
+        versions,
     ))
 }
 

@@ -32,6 +32,9 @@ pub const PEER_BUILD_COMMAND: &str = "testenv/peers/build.sh";
 
 /// Kubeflow training-operator v1.8.1 (`testenv/peers/training-operator/`).
 pub const TRAINING_OPERATOR: &str = "training-operator";
+/// Kubeflow training-operator v1.9.0 (`testenv/peers/training-operator-v1.9.0/`), the first with
+/// JAXJob. It runs out of cluster exactly as v1.8.1 does (same flags, cert rotator and Secret).
+pub const TRAINING_OPERATOR_V1_9_0: &str = "training-operator-v1.9.0";
 
 /// The Secret training-operator's cert rotator keeps its CA and serving cert in (its default
 /// `--webhook-secret-name`); it must exist before the operator starts.
@@ -107,6 +110,15 @@ impl PeerBuild {
             .file_name()
             .and_then(|n| n.to_str())
             .unwrap_or(&self.peer)
+    }
+
+    /// The module version it was built from (`v1.8.1`): the cache directory is
+    /// `<name>-<version>`.
+    pub fn version(&self) -> &str {
+        let dir = self.dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        dir.strip_prefix(self.name())
+            .and_then(|rest| rest.strip_prefix('-'))
+            .unwrap_or(dir)
     }
 
     /// The peer's CRDs, as its module ships them, sorted by file name.
@@ -821,6 +833,17 @@ mod tests {
         assert!(webhook_paths(&tf).is_empty());
         let pytorch = enabled_webhooks(all, &["PyTorchJob".to_owned()]);
         assert_eq!(webhook_paths(&pytorch), ["/validate-kubeflow-org-v1-pytorchjob"]);
+    }
+
+    #[test]
+    fn the_version_is_read_from_the_cache_directory() {
+        let build = PeerBuild {
+            peer: TRAINING_OPERATOR_V1_9_0.to_owned(),
+            bin: PathBuf::from("/c/peers/training-operator-v1.9.0/bin/training-operator"),
+            dir: PathBuf::from("/c/peers/training-operator-v1.9.0"),
+        };
+        assert_eq!(build.name(), "training-operator");
+        assert_eq!(build.version(), "v1.9.0");
     }
 
     #[test]
