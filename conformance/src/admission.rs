@@ -444,6 +444,8 @@ pub async fn run(options: &Options) -> Result<Report> {
 async fn kubeflow_answers(cases: &[AdmissionCase]) -> Result<Vec<Answer>> {
     let plane = ControlPlane::start(PlaneOptions::default()).await?;
     let options = PeerOptions {
+        // The release whose webhook tests the corpus is.
+        peer: kfop_testenv::peer::TRAINING_OPERATOR.to_owned(),
         webhooks: PeerWebhooks::Loopback,
         install_crds: true,
         ..PeerOptions::default()
