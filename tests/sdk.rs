@@ -69,7 +69,7 @@ async fn pytest(env: &TestEnv, args: &[&OsStr], vars: &[(&str, &OsStr)]) -> Stri
     }
     let out = tokio::process::Command::from(pytest).output().await.unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    println!("{stdout}");
+    eprintln!("{stdout}");
     assert!(
         out.status.success(),
         "pytest failed:\n{stdout}\n{}",
@@ -82,10 +82,10 @@ async fn pytest(env: &TestEnv, args: &[&OsStr], vars: &[(&str, &OsStr)]) -> Stri
 async fn kubeflow_python_sdk_drives_pytorch_and_tf_jobs() {
     let env = TestEnv::shared().unwrap();
     let ns = env.namespace("sdk").await.unwrap();
-    let (operator, kubelet) = operator_and_kubelet(&env, &ns).await;
+    let (operator, kubelet) = operator_and_kubelet(env, &ns).await;
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("sdk/test_kubeflow_sdk.py");
     let stdout = pytest(
-        &env,
+        env,
         &[script.as_os_str()],
         &[("KFOP_SDK_NAMESPACE", OsStr::new(ns.name()))],
     )
@@ -112,7 +112,7 @@ async fn kubeflow_sdk_e2e_suites_pass_unchanged() {
         .collect();
     let env = TestEnv::shared().unwrap();
     let ns = env.namespace("sdk-e2e").await.unwrap();
-    let (operator, kubelet) = operator_and_kubelet(&env, &ns).await;
+    let (operator, kubelet) = operator_and_kubelet(env, &ns).await;
     let stub_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("sdk");
     let python_path = std::env::join_paths([stub_dir.as_path(), sdk.as_path()]).unwrap();
     let mut args: Vec<&OsStr> = ["-p", "kubelet_logs_stub", "--rootdir"].map(OsStr::new).to_vec();
@@ -120,7 +120,7 @@ async fn kubeflow_sdk_e2e_suites_pass_unchanged() {
     args.extend(suites.iter().map(|p| p.as_os_str()));
     args.extend([OsStr::new("--namespace"), OsStr::new(ns.name())]);
     let stdout = pytest(
-        &env,
+        env,
         &args,
         &[
             ("PYTHONPATH", python_path.as_os_str()),
