@@ -9,9 +9,13 @@ use std::process::Command;
 use std::time::Duration;
 
 use kfop_operator::schemes;
+use kfop_runtime::gang::GangScheduler;
 use kfop_runtime::k8s_openapi::api::core::v1::Pod;
-use kfop_runtime::kube::ResourceExt;
-use kfop_runtime::kube::api::{Api, ListParams};
+use kfop_runtime::kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
+};
+use kfop_runtime::kube::{Client, ResourceExt};
+use kfop_runtime::serde_json::json;
 use kfop_runtime::testing::Operator;
 use kfop_testenv::peer::{PeerBuild, TRAINING_OPERATOR};
 use kfop_testenv::{TestEnv, TestNamespace, pods};
@@ -31,14 +35,27 @@ fn python() -> PathBuf {
     python
 }
 
-/// The all-in-one operator (every kind) on `ns`, and kwok playing the kubelet there: each
-/// running pod "trains" for a moment, then ends with exit code 0.
-async fn operator_and_kubelet(env: &TestEnv, ns: &TestNamespace) -> (Operator, tokio::task::JoinHandle<()>) {
+/// The all-in-one operator (every kind, with `gang` scheduling) on `ns`, and kwok playing the
+/// kubelet there: each running pod "trains" for a moment, then ends with exit code 0. Under a
+/// gang scheduler the test plays Volcano too: it admits a PodGroup once its job has at least
+/// minMember replicas (the kwok nodes hold any job).
+async fn operator_and_kubelet(
+    env: &TestEnv,
+    ns: &TestNamespace,
+    gang: GangScheduler,
+) -> (Operator, tokio::task::JoinHandle<()>) {
     let enabled = schemes::parse(&[]).unwrap();
-    env.install_crds(enabled.iter().map(|s| kfop_operator::crds::of(*s)))
-        .await
-        .unwrap();
-    let operator = Operator::start(ns.client(), ns.name(), |m| kfop_operator::register(m, &enabled));
+    let mut crds: Vec<_> = enabled.iter().map(|s| kfop_operator::crds::of(*s)).collect();
+    crds.extend(kfop_testenv::crds::pod_groups().unwrap());
+    env.install_crds(crds).await.unwrap();
+    let groups = gang.pod_group_api_resource();
+    let operator = Operator::start_with(
+        ns.client(),
+        ns.name(),
+        |c| c.gang = gang,
+        |m| kfop_operator::register(m, &enabled),
+    );
+    let (client, namespace) = (ns.client(), ns.name().to_owned());
     let pods_api: Api<Pod> = ns.api();
     let kubelet = tokio::spawn(async move {
         loop {
@@ -49,10 +66,53 @@ async fn operator_and_kubelet(env: &TestEnv, ns: &TestNamespace) -> (Operator, t
                     }
                 }
             }
+            if let Some(groups) = &groups {
+                admit_pod_groups(&client, &namespace, groups).await;
+            }
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
     });
     (operator, kubelet)
+}
+
+/// Volcano's part: a PodGroup not yet admitted goes `Inqueue` when its job has at least
+/// `minMember` replicas in all.
+async fn admit_pod_groups(client: &Client, namespace: &str, groups: &ApiResource) {
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, groups);
+    let Ok(list) = api.list(&ListParams::default()).await else {
+        return;
+    };
+    for group in list.items {
+        let phase = group.data["status"]["phase"].as_str().unwrap_or_default();
+        let min_member = group.data["spec"]["minMember"].as_i64().unwrap_or(0);
+        let Some(owner) = group.owner_references().first() else {
+            continue;
+        };
+        if !phase.is_empty() && phase != "Pending" {
+            continue;
+        }
+        let (group_name, version) = owner.api_version.split_once('/').unwrap();
+        let gvk = GroupVersionKind::gvk(group_name, version, &owner.kind);
+        let job_api = ApiResource::from_gvk_with_plural(&gvk, &format!("{}s", owner.kind.to_lowercase()));
+        let jobs: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &job_api);
+        let Ok(job) = jobs.get(&owner.name).await else {
+            continue;
+        };
+        let replicas: i64 = job.data["spec"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(key, _)| key.ends_with("ReplicaSpecs"))
+            .flat_map(|(_, specs)| specs.as_object().into_iter().flatten())
+            .map(|(_, spec)| spec["replicas"].as_i64().unwrap_or(1))
+            .sum();
+        if replicas >= min_member {
+            let status = json!({ "status": { "phase": "Inqueue" } });
+            let _ = api
+                .patch_status(&group.name_any(), &PatchParams::default(), &Patch::Merge(&status))
+                .await;
+        }
+    }
 }
 
 /// Runs pytest with `args`; returns its stdout, failing the test with both streams if it fails.
@@ -82,7 +142,7 @@ async fn pytest(env: &TestEnv, args: &[&OsStr], vars: &[(&str, &OsStr)]) -> Stri
 async fn kubeflow_python_sdk_drives_pytorch_and_tf_jobs() {
     let env = TestEnv::shared().unwrap();
     let ns = env.namespace("sdk").await.unwrap();
-    let (operator, kubelet) = operator_and_kubelet(env, &ns).await;
+    let (operator, kubelet) = operator_and_kubelet(env, &ns, GangScheduler::None).await;
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("sdk/test_kubeflow_sdk.py");
     let stdout = pytest(
         env,
@@ -96,8 +156,10 @@ async fn kubeflow_python_sdk_drives_pytorch_and_tf_jobs() {
 }
 
 /// Kubeflow's SDK e2e suites (`sdk/python/test/e2e` of the v1.8.1 module) for every kind kfop
-/// serves under v1 (MPIJob is v2beta1 here), without gang scheduling (the suites skip their gang
-/// cases then): 7 cases, 5 skipped. Only pod logs are stubbed (`sdk/kubelet_logs_stub.py`).
+/// serves under v1 (MPIJob is v2beta1 here), unchanged: without gang scheduling (7 cases; the
+/// suites skip their 5 gang cases then) and under Volcano (the 5 gang cases: a job whose
+/// minAvailable exceeds its replicas stays Created, then succeeds once updated). Only pod logs
+/// are stubbed (`sdk/kubelet_logs_stub.py`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubeflow_sdk_e2e_suites_pass_unchanged() {
     let module =
@@ -111,24 +173,29 @@ async fn kubeflow_sdk_e2e_suites_pass_unchanged() {
         .map(|kind| sdk.join(format!("test/e2e/test_e2e_{kind}.py")))
         .collect();
     let env = TestEnv::shared().unwrap();
-    let ns = env.namespace("sdk-e2e").await.unwrap();
-    let (operator, kubelet) = operator_and_kubelet(env, &ns).await;
     let stub_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("sdk");
     let python_path = std::env::join_paths([stub_dir.as_path(), sdk.as_path()]).unwrap();
-    let mut args: Vec<&OsStr> = ["-p", "kubelet_logs_stub", "--rootdir"].map(OsStr::new).to_vec();
-    args.push(sdk.as_os_str());
-    args.extend(suites.iter().map(|p| p.as_os_str()));
-    args.extend([OsStr::new("--namespace"), OsStr::new(ns.name())]);
-    let stdout = pytest(
-        env,
-        &args,
-        &[
-            ("PYTHONPATH", python_path.as_os_str()),
-            ("GANG_SCHEDULER_NAME", OsStr::new("none")),
-        ],
-    )
-    .await;
-    kubelet.abort();
-    operator.stop().await;
-    assert!(stdout.contains("7 passed, 5 skipped"), "{stdout}");
+    for (lane, gang, expected) in [
+        ("none", GangScheduler::None, "7 passed, 5 skipped"),
+        ("volcano", GangScheduler::Volcano, "5 passed, 7 skipped"),
+    ] {
+        let ns = env.namespace(&format!("sdk-e2e-{lane}")).await.unwrap();
+        let (operator, kubelet) = operator_and_kubelet(env, &ns, gang).await;
+        let mut args: Vec<&OsStr> = ["-p", "kubelet_logs_stub", "--rootdir"].map(OsStr::new).to_vec();
+        args.push(sdk.as_os_str());
+        args.extend(suites.iter().map(|p| p.as_os_str()));
+        args.extend([OsStr::new("--namespace"), OsStr::new(ns.name())]);
+        let stdout = pytest(
+            env,
+            &args,
+            &[
+                ("PYTHONPATH", python_path.as_os_str()),
+                ("GANG_SCHEDULER_NAME", OsStr::new(lane)),
+            ],
+        )
+        .await;
+        kubelet.abort();
+        operator.stop().await;
+        assert!(stdout.contains(expected), "{lane}: {stdout}");
+    }
 }
