@@ -1,7 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-//! Kubeflow training-operator v1.8.1, built from its Go module and run out of cluster, works on
-//! the local plane: its validating webhook answers over loopback, and it runs a PyTorchJob with
-//! its own pod and service names to Succeeded.
+//! Kubeflow training-operator, built from its Go module and run out of cluster, works on the
+//! local plane: its validating webhook answers over loopback, and it runs a job with its own pod
+//! and service names to Succeeded. v1.8.1 runs a PyTorchJob; v1.9.0, the first with JAXJob and
+//! whose cert rotator and webhooks are set up the same way, a JAXJob.
 //!
 //! The plane is private: Kubeflow's CRDs have the names of kfop's, which the shared plane has.
 use std::time::{Duration, Instant};
@@ -13,32 +14,61 @@ use serde_json::{Value, json};
 
 const NAMESPACE: &str = "kf";
 
-fn pytorch_jobs(client: kube::Client) -> Api<DynamicObject> {
-    let ar = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("kubeflow.org", "v1", "PyTorchJob"),
-        "pytorchjobs",
-    );
-    Api::namespaced_with(client, NAMESPACE, &ar)
+/// A kind as the test drives it.
+struct Kind {
+    kind: &'static str,
+    plural: &'static str,
+    specs: &'static str,
+    roles: &'static [&'static str],
 }
 
-/// 1 Master + 1 Worker whose pods kwok completes with exit code 0 after 2 s.
-fn pytorch_job(name: &str, container: &str) -> DynamicObject {
-    let (key, value) = pods::complete_after(Duration::from_secs(2));
-    let replica = json!({
-        "replicas": 1,
-        "restartPolicy": "OnFailure",
-        "template": {
-            "metadata": { "annotations": { key: value } },
-            "spec": { "containers": [{ "name": container, "image": "busybox" }] },
-        },
-    });
-    serde_json::from_value(json!({
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "PyTorchJob",
-        "metadata": { "name": name, "namespace": NAMESPACE },
-        "spec": { "pytorchReplicaSpecs": { "Master": replica, "Worker": replica } },
-    }))
-    .unwrap()
+const PYTORCH: Kind = Kind {
+    kind: "PyTorchJob",
+    plural: "pytorchjobs",
+    specs: "pytorchReplicaSpecs",
+    roles: &["Master", "Worker"],
+};
+
+const JAX: Kind = Kind {
+    kind: "JAXJob",
+    plural: "jaxjobs",
+    specs: "jaxReplicaSpecs",
+    roles: &["Worker"],
+};
+
+impl Kind {
+    fn jobs(&self, client: kube::Client) -> Api<DynamicObject> {
+        let ar = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("kubeflow.org", "v1", self.kind),
+            self.plural,
+        );
+        Api::namespaced_with(client, NAMESPACE, &ar)
+    }
+
+    /// One replica of every role, whose pods kwok completes with exit code 0 after 2 s.
+    fn job(&self, name: &str, container: &str) -> DynamicObject {
+        let (key, value) = pods::complete_after(Duration::from_secs(2));
+        let replica = json!({
+            "replicas": 1,
+            "restartPolicy": "OnFailure",
+            "template": {
+                "metadata": { "annotations": { key: value } },
+                "spec": { "containers": [{ "name": container, "image": "busybox" }] },
+            },
+        });
+        let specs: serde_json::Map<String, Value> = self
+            .roles
+            .iter()
+            .map(|role| ((*role).to_owned(), replica.clone()))
+            .collect();
+        serde_json::from_value(json!({
+            "apiVersion": "kubeflow.org/v1",
+            "kind": self.kind,
+            "metadata": { "name": name, "namespace": NAMESPACE },
+            "spec": { self.specs: specs },
+        }))
+        .unwrap()
+    }
 }
 
 fn condition_true(job: &DynamicObject, kind: &str) -> bool {
@@ -49,11 +79,23 @@ fn condition_true(job: &DynamicObject, kind: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubeflow_v1_8_1_runs_a_pytorchjob_to_success() {
+    runs_to_success(kfop_testenv::peer::TRAINING_OPERATOR, &PYTORCH, "pytorch").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubeflow_v1_9_0_runs_a_jaxjob_to_success() {
+    runs_to_success(kfop_testenv::peer::TRAINING_OPERATOR_V1_9_0, &JAX, "jax").await;
+}
+
+/// `peer` (with its own CRDs and webhooks, every scheme enabled) refuses a `kind` job without
+/// the framework's `container`, and runs one with it: one pod and one headless service per
+/// replica, the first role deciding success.
+async fn runs_to_success(peer_folder: &'static str, kind: &Kind, container: &str) {
     let started = Instant::now();
     // Both builds are no-ops on a warm cache; cold, they take minutes (and need Go).
-    tokio::task::spawn_blocking(|| {
+    tokio::task::spawn_blocking(move || {
         Assets::locate_or_build().unwrap();
-        PeerBuild::locate_or_build(kfop_testenv::peer::TRAINING_OPERATOR).unwrap();
+        PeerBuild::locate_or_build(peer_folder).unwrap();
     })
     .await
     .unwrap();
@@ -61,35 +103,42 @@ async fn kubeflow_v1_8_1_runs_a_pytorchjob_to_success() {
 
     let plane = ControlPlane::start(PlaneOptions::default()).await.unwrap();
     let plane_up = started.elapsed();
-    let peer = Peer::start(plane.kubeconfig(), NAMESPACE, PeerOptions::default())
-        .await
-        .unwrap();
+    let options = PeerOptions {
+        peer: peer_folder.to_owned(),
+        ..PeerOptions::default()
+    };
+    let peer = Peer::start(plane.kubeconfig(), NAMESPACE, options).await.unwrap();
     let peer_up = started.elapsed();
     let client = plane.client().await.unwrap();
-    let jobs = pytorch_jobs(client.clone());
+    let jobs = kind.jobs(client.clone());
 
-    // Admission is Kubeflow's: its webhook, called over loopback, wants a container "pytorch".
+    // Admission is Kubeflow's: its webhook, called over loopback, wants the framework's container.
     let refused = jobs
-        .create(&PostParams::default(), &pytorch_job("unnamed", "main"))
+        .create(&PostParams::default(), &kind.job("unnamed", "main"))
         .await
-        .expect_err("Kubeflow's webhook should refuse a job without a `pytorch` container");
+        .expect_err("Kubeflow's webhook should refuse a job without the framework's container");
     let message = refused.to_string();
+    let webhook = format!(
+        "validator.{}.training-operator.kubeflow.org",
+        kind.kind.to_ascii_lowercase()
+    );
     assert!(
-        message.contains("validator.pytorchjob.training-operator.kubeflow.org")
-            && message.contains("must have at least one container with name pytorch"),
+        message.contains(&webhook)
+            && message.contains(&format!("must have at least one container with name {container}")),
         "{message}"
     );
 
     let name = "mnist";
-    jobs.create(&PostParams::default(), &pytorch_job(name, "pytorch"))
+    jobs.create(&PostParams::default(), &kind.job(name, container))
         .await
         .unwrap();
 
     // Kubeflow's names: one pod and one headless service per replica, `<job>-<type>-<index>`.
     let pods_api: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
     let services: Api<Service> = Api::namespaced(client.clone(), NAMESPACE);
-    for (replica, kind) in [("master-0", "master"), ("worker-0", "worker")] {
-        let object = format!("{name}-{replica}");
+    for role in kind.roles {
+        let replica_type = role.to_ascii_lowercase();
+        let object = format!("{name}-{replica_type}-0");
         let pod = wait::until(&format!("pod {object}"), wait::default_timeout(), || async {
             Ok(pods_api.get_opt(&object).await.unwrap())
         })
@@ -97,7 +146,10 @@ async fn kubeflow_v1_8_1_runs_a_pytorchjob_to_success() {
         .unwrap_or_else(|e| panic!("{e}\npeer log:\n{}", peer.log_tail(40)));
         let labels = pod.metadata.labels.unwrap_or_default();
         assert_eq!(labels["training.kubeflow.org/job-name"], name, "{labels:?}");
-        assert_eq!(labels["training.kubeflow.org/replica-type"], kind, "{labels:?}");
+        assert_eq!(
+            labels["training.kubeflow.org/replica-type"], replica_type,
+            "{labels:?}"
+        );
         assert_eq!(labels["training.kubeflow.org/replica-index"], "0", "{labels:?}");
         let service = wait::until(&format!("service {object}"), wait::default_timeout(), || async {
             Ok(services.get_opt(&object).await.unwrap())
@@ -112,7 +164,7 @@ async fn kubeflow_v1_8_1_runs_a_pytorchjob_to_success() {
     }
 
     let job = wait::until(
-        &format!("PyTorchJob {name} Succeeded"),
+        &format!("{} {name} Succeeded", kind.kind),
         wait::default_timeout(),
         || async {
             let job = jobs.get(name).await.unwrap();
@@ -121,12 +173,14 @@ async fn kubeflow_v1_8_1_runs_a_pytorchjob_to_success() {
     )
     .await
     .unwrap_or_else(|e| panic!("{e}\npeer log:\n{}", peer.log_tail(40)));
-    // A PyTorchJob succeeds with its master; the worker, started later, may still run then.
+    // The first role decides (a PyTorchJob's master); the others, started later, may still run.
     let statuses = &job.data["status"]["replicaStatuses"];
-    assert_eq!(statuses["Master"]["succeeded"], Value::from(1), "{statuses}");
-    let worker = |field: &str| statuses["Worker"][field].as_u64().unwrap_or(0);
-    assert_eq!(worker("succeeded") + worker("active"), 1, "{statuses}");
-    assert_eq!(worker("failed"), 0, "{statuses}");
+    let count = |role: &str, field: &str| statuses[role][field].as_u64().unwrap_or(0);
+    assert_eq!(count(kind.roles[0], "succeeded"), 1, "{statuses}");
+    for role in &kind.roles[1..] {
+        assert_eq!(count(role, "succeeded") + count(role, "active"), 1, "{statuses}");
+        assert_eq!(count(role, "failed"), 0, "{statuses}");
+    }
     let done = started.elapsed();
     eprintln!(
         "timings: builds {:.1}s, plane {:.1}s, peer {:.1}s, job {:.1}s, total {:.1}s",
