@@ -150,8 +150,8 @@ impl AllowedDifferences {
     /// The README's section: the differences the differential run judged, then those beyond it.
     pub fn readme_section(&self) -> String {
         let mut out = format!(
-            "{README_BEGIN}\nJudged by the differential run against Kubeflow v1.8.1 (each difference \
-             it saw, matched by case, field and both values):\n\n{}",
+            "{README_BEGIN}\nJudged against Kubeflow itself, by the differential lifecycle run and the \
+             admission run (each difference they saw, matched by case, field and both values):\n\n{}",
             self.markdown_table()
         );
         if !self.beyond_the_diff.is_empty() {
