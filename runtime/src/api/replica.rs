@@ -54,11 +54,13 @@ impl RestartPolicy {
     }
 
     /// Whether a pod that failed with `exit_code` is replaced (Kubeflow's `IsRetryableExitCode`).
+    /// Under ExitCode a failed pod without a terminated container (rejected by the kubelet, e.g.
+    /// OutOfcpu, or lost before it started) is retried: Kubeflow reads its exit code as 0xbeef.
     pub fn retries(self, exit_code: Option<i32>) -> bool {
         match self {
             Self::Always | Self::OnFailure => true,
             Self::Never => false,
-            Self::ExitCode => exit_code.is_some_and(|c| c >= 128),
+            Self::ExitCode => exit_code.is_none_or(|c| c >= 128),
         }
     }
 }
@@ -73,7 +75,10 @@ mod tests {
         assert!(!RestartPolicy::ExitCode.retries(Some(127)));
         assert!(RestartPolicy::ExitCode.retries(Some(128)));
         assert!(RestartPolicy::ExitCode.retries(Some(137)));
-        assert!(!RestartPolicy::ExitCode.retries(None));
+        assert!(
+            RestartPolicy::ExitCode.retries(None),
+            "no exit code: Kubeflow's 0xbeef"
+        );
         assert!(RestartPolicy::OnFailure.retries(Some(1)));
         assert!(RestartPolicy::Always.retries(None));
         assert!(!RestartPolicy::Never.retries(Some(137)));

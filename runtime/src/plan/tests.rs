@@ -377,6 +377,13 @@ fn exit_code_policy_retries_signals_and_fails_on_application_errors() {
     assert_eq!(refs(&p.delete_pods), ["tj-worker-0"]);
     assert!(!p.status.as_ref().unwrap().is(C::Failed));
 
+    // Failed before any container ran (the kubelet rejected it): retried, as Kubeflow's 0xbeef.
+    let mut rejected = all_children(&j, 1, "Running");
+    rejected.pods[1] = pod(&j, "Worker", 0, "Failed");
+    let p = run(&j, &rejected, 1);
+    assert_eq!(refs(&p.delete_pods), ["tj-worker-0"]);
+    assert!(!p.status.as_ref().unwrap().is(C::Failed));
+
     let mut crashed = all_children(&j, 1, "Running");
     crashed.pods[1] = with_exit(pod(&j, "Worker", 0, "Failed"), 1, 0);
     let p = step(&mut j, &crashed, 1);
