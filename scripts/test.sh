@@ -15,16 +15,23 @@ step "Kubeflow's operators as peers (the conformance oracle)"
 testenv/peers/build.sh training-operator
 testenv/peers/build.sh training-operator-v1.9.0
 
-step "Python environment for the Kubeflow SDK test"
+step "Python environments for the Kubeflow SDK tests (SDK 1.8.1 and 1.9.0)"
 cache=${KFOP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kfop}
-venv="$cache/sdk-venv"
-stamp="$venv/.requirements-$(sha256sum tests/sdk/requirements.txt | cut -c1-16)"
-if [ ! -e "$stamp" ]; then
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check -r tests/sdk/requirements.txt
-  touch "$stamp"
-fi
-export KFOP_SDK_PYTHON="$venv/bin/python"
+# sdk_venv <requirements file> <venv name>: (re)creates the venv when the file changed; prints
+# its python.
+sdk_venv() {
+  local venv="$cache/$2"
+  local stamp="$venv/.requirements-$(sha256sum "$1" | cut -c1-16)"
+  if [ ! -e "$stamp" ]; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$1" >&2
+    touch "$stamp"
+  fi
+  echo "$venv/bin/python"
+}
+KFOP_SDK_PYTHON=$(sdk_venv tests/sdk/requirements.txt sdk-venv)
+KFOP_SDK_1_9_PYTHON=$(sdk_venv tests/sdk/requirements-1.9.txt sdk-venv-1.9)
+export KFOP_SDK_PYTHON KFOP_SDK_1_9_PYTHON
 
 step "cargo fmt --check"
 cargo fmt --all -- --check

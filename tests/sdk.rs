@@ -1,8 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Kubeflow's Python SDK against the all-in-one operator, with pytest: kfop's own script
 //! (`tests/sdk/test_kubeflow_sdk.py`: create, wait, list, delete a PyTorchJob and a TFJob) and
-//! Kubeflow's own SDK e2e suites from the training-operator v1.8.1 module, unchanged. The Python
-//! environment is `$KFOP_SDK_PYTHON`, else `~/.cache/kfop/sdk-venv` that scripts/test.sh creates.
+//! Kubeflow's own SDK e2e suites from the training-operator v1.8.1 and v1.9.0 modules, unchanged,
+//! each with its SDK release (the Python environments scripts/test.sh creates, [`Sdk`]).
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,22 +17,38 @@ use kfop_runtime::kube::api::{
 use kfop_runtime::kube::{Client, ResourceExt};
 use kfop_runtime::serde_json::json;
 use kfop_runtime::testing::Operator;
-use kfop_testenv::peer::{PeerBuild, TRAINING_OPERATOR};
+use kfop_testenv::peer::{PeerBuild, TRAINING_OPERATOR, TRAINING_OPERATOR_V1_9_0};
 use kfop_testenv::{TestEnv, TestNamespace, pods};
 
-fn python() -> PathBuf {
-    if let Some(p) = std::env::var_os("KFOP_SDK_PYTHON") {
-        return p.into();
+/// The Kubeflow SDK release each Python environment holds, and where scripts/test.sh puts it.
+#[derive(Clone, Copy)]
+enum Sdk {
+    V1_8_1,
+    V1_9_0,
+}
+
+impl Sdk {
+    /// `$KFOP_SDK_PYTHON` (or `$KFOP_SDK_1_9_PYTHON`), else the venv scripts/test.sh creates
+    /// from `tests/sdk/requirements*.txt`.
+    fn python(self) -> PathBuf {
+        let (var, venv, release) = match self {
+            Self::V1_8_1 => ("KFOP_SDK_PYTHON", "sdk-venv", "1.8.1"),
+            Self::V1_9_0 => ("KFOP_SDK_1_9_PYTHON", "sdk-venv-1.9", "1.9.0"),
+        };
+        if let Some(p) = std::env::var_os(var) {
+            return p.into();
+        }
+        let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+        let cache =
+            std::env::var_os("KFOP_CACHE_DIR").map_or_else(|| home.join(".cache/kfop"), PathBuf::from);
+        let python = cache.join(venv).join("bin/python");
+        assert!(
+            python.exists(),
+            "{} is missing: run scripts/test.sh (it installs kubeflow-training {release} and pytest), or set {var}",
+            python.display()
+        );
+        python
     }
-    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
-    let cache = std::env::var_os("KFOP_CACHE_DIR").map_or_else(|| home.join(".cache/kfop"), PathBuf::from);
-    let python = cache.join("sdk-venv/bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: run scripts/test.sh (it installs kubeflow-training 1.8.1 and pytest), or set KFOP_SDK_PYTHON",
-        python.display()
-    );
-    python
 }
 
 /// The all-in-one operator (every kind, with `gang` scheduling) on `ns`, and kwok playing the
@@ -116,8 +132,8 @@ async fn admit_pod_groups(client: &Client, namespace: &str, groups: &ApiResource
 }
 
 /// Runs pytest with `args`; returns its stdout, failing the test with both streams if it fails.
-async fn pytest(env: &TestEnv, args: &[&OsStr], vars: &[(&str, &OsStr)]) -> String {
-    let mut pytest = Command::new(python());
+async fn pytest(sdk: Sdk, env: &TestEnv, args: &[&OsStr], vars: &[(&str, &OsStr)]) -> String {
+    let mut pytest = Command::new(sdk.python());
     pytest
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
         .args(args)
@@ -145,6 +161,7 @@ async fn kubeflow_python_sdk_drives_pytorch_and_tf_jobs() {
     let (operator, kubelet) = operator_and_kubelet(env, &ns, GangScheduler::None).await;
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("sdk/test_kubeflow_sdk.py");
     let stdout = pytest(
+        Sdk::V1_8_1,
         env,
         &[script.as_os_str()],
         &[("KFOP_SDK_NAMESPACE", OsStr::new(ns.name()))],
@@ -155,47 +172,71 @@ async fn kubeflow_python_sdk_drives_pytorch_and_tf_jobs() {
     assert!(stdout.contains("2 passed"), "{stdout}");
 }
 
-/// Kubeflow's SDK e2e suites (`sdk/python/test/e2e` of the v1.8.1 module) for every kind kfop
-/// serves under v1 (MPIJob is v2beta1 here), unchanged: without gang scheduling (7 cases; the
-/// suites skip their 5 gang cases then) and under Volcano (the 5 gang cases: a job whose
+/// Kubeflow's SDK e2e suites (`sdk/python/test/e2e`) of the v1.8.1 module (PyTorch, TF, XGBoost,
+/// Paddle, MXNet) with SDK 1.8.1 and of the v1.9.0 module (PyTorch incl. managedBy, TF, XGBoost,
+/// Paddle, JAX) with SDK 1.9.0, unchanged (MPIJob is v2beta1 here): without gang scheduling
+/// (the suites skip their gang cases then) and under Volcano (the gang cases: a job whose
 /// minAvailable exceeds its replicas stays Created, then succeeds once updated). Only pod logs
 /// are stubbed (`sdk/kubelet_logs_stub.py`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubeflow_sdk_e2e_suites_pass_unchanged() {
-    let module =
-        tokio::task::spawn_blocking(|| PeerBuild::locate_or_build(TRAINING_OPERATOR)?.module_source())
+    let env = TestEnv::shared().unwrap();
+    let stub_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("sdk");
+    let releases = [
+        (
+            Sdk::V1_8_1,
+            TRAINING_OPERATOR,
+            ["pytorchjob", "tfjob", "xgboostjob", "paddlejob", "mxjob"],
+            ("7 passed, 5 skipped", "5 passed, 7 skipped"),
+        ),
+        (
+            Sdk::V1_9_0,
+            TRAINING_OPERATOR_V1_9_0,
+            ["pytorchjob", "tfjob", "xgboostjob", "paddlejob", "jaxjob"],
+            ("8 passed, 5 skipped", "5 passed, 8 skipped"),
+        ),
+    ];
+    // The suites mostly wait (the SDK polls every 15 s), so the four runs go at once, each on its
+    // own namespace with its own operator.
+    let mut runs = Vec::new();
+    for (sdk_release, peer, kinds, (plain, gang)) in releases {
+        let module = tokio::task::spawn_blocking(move || PeerBuild::locate_or_build(peer)?.module_source())
             .await
             .unwrap()
             .unwrap();
-    let sdk = module.join("sdk/python");
-    let suites: Vec<PathBuf> = ["pytorchjob", "tfjob", "xgboostjob", "paddlejob", "mxjob"]
-        .iter()
-        .map(|kind| sdk.join(format!("test/e2e/test_e2e_{kind}.py")))
-        .collect();
-    let env = TestEnv::shared().unwrap();
-    let stub_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("sdk");
-    let python_path = std::env::join_paths([stub_dir.as_path(), sdk.as_path()]).unwrap();
-    for (lane, gang, expected) in [
-        ("none", GangScheduler::None, "7 passed, 5 skipped"),
-        ("volcano", GangScheduler::Volcano, "5 passed, 7 skipped"),
-    ] {
-        let ns = env.namespace(&format!("sdk-e2e-{lane}")).await.unwrap();
-        let (operator, kubelet) = operator_and_kubelet(env, &ns, gang).await;
-        let mut args: Vec<&OsStr> = ["-p", "kubelet_logs_stub", "--rootdir"].map(OsStr::new).to_vec();
-        args.push(sdk.as_os_str());
-        args.extend(suites.iter().map(|p| p.as_os_str()));
-        args.extend([OsStr::new("--namespace"), OsStr::new(ns.name())]);
-        let stdout = pytest(
-            env,
-            &args,
-            &[
-                ("PYTHONPATH", python_path.as_os_str()),
-                ("GANG_SCHEDULER_NAME", OsStr::new(lane)),
-            ],
-        )
-        .await;
-        kubelet.abort();
-        operator.stop().await;
-        assert!(stdout.contains(expected), "{lane}: {stdout}");
+        let sdk = module.join("sdk/python");
+        for (lane, scheduler, expected) in [
+            ("none", GangScheduler::None, plain),
+            ("volcano", GangScheduler::Volcano, gang),
+        ] {
+            let suites: Vec<PathBuf> = kinds
+                .iter()
+                .map(|kind| sdk.join(format!("test/e2e/test_e2e_{kind}.py")))
+                .collect();
+            let python_path = std::env::join_paths([stub_dir.as_path(), sdk.as_path()]).unwrap();
+            let sdk = sdk.clone();
+            runs.push(async move {
+                let ns = env.namespace(&format!("sdk-e2e-{lane}")).await.unwrap();
+                let (operator, kubelet) = operator_and_kubelet(env, &ns, scheduler).await;
+                let mut args: Vec<&OsStr> = ["-p", "kubelet_logs_stub", "--rootdir"].map(OsStr::new).to_vec();
+                args.push(sdk.as_os_str());
+                args.extend(suites.iter().map(|p| p.as_os_str()));
+                args.extend([OsStr::new("--namespace"), OsStr::new(ns.name())]);
+                let stdout = pytest(
+                    sdk_release,
+                    env,
+                    &args,
+                    &[
+                        ("PYTHONPATH", python_path.as_os_str()),
+                        ("GANG_SCHEDULER_NAME", OsStr::new(lane)),
+                    ],
+                )
+                .await;
+                kubelet.abort();
+                operator.stop().await;
+                assert!(stdout.contains(expected), "{peer} {lane}: {stdout}");
+            });
+        }
     }
+    futures::future::join_all(runs).await;
 }

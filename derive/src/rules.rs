@@ -83,6 +83,15 @@ pub fn root_rules(job: &Job, spec: &Spec) -> Vec<Rule> {
     ]
 }
 
+/// The `runPolicy.managedBy` values admission accepts: Kubeflow's two controllers (kfop stands
+/// in for both; `kfop_runtime::plan::MANAGED_BY_US`) and MultiKueue, as Kubeflow v1.9's and
+/// mpi-operator's webhooks allow.
+const MANAGED_BY: [&str; 3] = [
+    "kubeflow.org/training-operator",
+    "kubeflow.org/mpi-operator",
+    "kueue.x-k8s.io/multikueue",
+];
+
 /// Every schema addition for this job kind.
 pub fn extensions(job: &Job, spec: &Spec) -> Vec<Extension> {
     let specs = &spec.replica_specs.json;
@@ -128,6 +137,27 @@ pub fn extensions(job: &Job, spec: &Spec) -> Vec<Extension> {
             "ttlSecondsAfterFinished",
             "set it to 0 or more seconds, or remove it to keep finished jobs",
         ),
+        Extension {
+            pointer: format!("/properties/{run_policy}/properties/managedBy"),
+            keywords: TokenStream::new(),
+            rules: vec![Rule::new(
+                format!("self in [{}]", MANAGED_BY.map(|v| format!("'{v}'")).join(", ")),
+                format!(
+                    "spec.{run_policy}.managedBy must be one of {}: kfop reconciles the first two, MultiKueue the last; remove it for kfop",
+                    MANAGED_BY.join(", ")
+                ),
+            )],
+        },
+        Extension {
+            pointer: format!("/properties/{run_policy}"),
+            keywords: TokenStream::new(),
+            // Kubeflow v1.9's webhook refuses any change; a transition rule sees a runPolicy
+            // present before and after.
+            rules: vec![Rule::new(
+                "has(self.managedBy) == has(oldSelf.managedBy) && (!has(self.managedBy) || self.managedBy == oldSelf.managedBy)",
+                format!("spec.{run_policy}.managedBy is immutable: recreate the job to change it"),
+            )],
+        },
         Extension {
             pointer: format!("/properties/{run_policy}/properties/schedulingPolicy/properties/queue"),
             keywords: TokenStream::new(),

@@ -96,8 +96,9 @@ fn bad_name(scheme: Scheme, name: &str, expect: &[&str]) -> Case {
 const DNS_1035: &[&str] = &["metadata.name must be a DNS-1035 label"];
 const TOO_LONG: &[&str] = &["metadata.name is too long for the job's pod and Service names"];
 
-/// The rows that hold for every kind alike: a valid job is accepted; its queue is immutable.
-fn every_kind(scheme: Scheme) -> [Case; 2] {
+/// The rows that hold for every kind alike: a valid job is accepted; its queue and its
+/// managedBy are immutable; managedBy names a known controller (Kubeflow v1.9's webhook rules).
+fn every_kind(scheme: Scheme) -> [Case; 4] {
     let resource = samples::api_resource(scheme);
     let queued = with(
         valid(scheme),
@@ -108,9 +109,26 @@ fn every_kind(scheme: Scheme) -> [Case; 2] {
     let immutable = Verdict::rejected(&[
         "spec.runPolicy.schedulingPolicy.queue: Invalid value: \"string\": spec.runPolicy.schedulingPolicy.queue is immutable",
     ]);
+    let managed = |by: &str| with(valid(scheme), "/runPolicy/managedBy", json!(by));
+    let handed_over = json!({ "spec": { "runPolicy": { "managedBy": "kubeflow.org/training-operator" } } });
     [
         Case::new("valid job", &resource, "valid", valid(scheme), Verdict::Accepted),
         Case::new("queue changed", &resource, "queued", queued, immutable).changed(moved),
+        Case::new(
+            "managedBy an unknown controller",
+            &resource,
+            "managed-elsewhere",
+            managed("kueue.x-k8s.io/other-controller"),
+            Verdict::rejected(&["spec.runPolicy.managedBy must be one of"]),
+        ),
+        Case::new(
+            "managedBy changed",
+            &resource,
+            "managed-by-kueue",
+            managed("kueue.x-k8s.io/multikueue"),
+            Verdict::rejected(&["spec.runPolicy.managedBy is immutable"]),
+        )
+        .changed(handed_over),
     ]
 }
 
