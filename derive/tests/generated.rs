@@ -245,8 +245,10 @@ fn every_rule_reaches_the_crd() {
         [
             "/properties/pytorchReplicaSpecs",
             "/properties/pytorchReplicaSpecs/additionalProperties/properties/replicas",
+            "/properties/runPolicy",
             "/properties/runPolicy/properties/activeDeadlineSeconds",
             "/properties/runPolicy/properties/backoffLimit",
+            "/properties/runPolicy/properties/managedBy",
             "/properties/runPolicy/properties/schedulingPolicy/properties/queue",
             "/properties/runPolicy/properties/ttlSecondsAfterFinished",
         ]
