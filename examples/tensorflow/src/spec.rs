@@ -8,11 +8,6 @@ use serde::{Deserialize, Serialize};
 #[schemars(crate = "kfop_runtime::schemars")]
 // Kubeflow's webhook: every replica runs a container named after the framework.
 #[schemars(transform = rules::named_container("tfReplicaSpecs", "tensorflow"))]
-// Kubeflow's webhook: Chief and Master are one role under two names (IsChiefOrMaster).
-#[schemars(transform = rules::Validation::new(
-    "!(self.tfReplicaSpecs.exists(k, k.lowerAscii() == 'chief') && self.tfReplicaSpecs.exists(k, k.lowerAscii() == 'master'))",
-    "spec.tfReplicaSpecs must not have both a Chief and a Master: they are one role under two names; keep one",
-).at(".tfReplicaSpecs").forbidden())]
 pub struct TFJobExtra {
     /// `""` (the default: chief, or worker 0, decides) or `AllWorkers`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
