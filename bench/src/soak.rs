@@ -542,10 +542,13 @@ fn check(results: &mut SoakResults, duration: Duration) {
             ("were not deleted", &burst.not_deleted),
         ] {
             if !jobs.is_empty() {
+                // The first few by name (with their counts, for wrong counts) say which and why.
+                let shown: Vec<&str> = jobs.iter().take(5).map(String::as_str).collect();
                 results.failures.push(format!(
-                    "{} of the burst's {} jobs {what}",
+                    "{} of the burst's {} jobs {what}: {}",
                     jobs.len(),
-                    burst.jobs
+                    burst.jobs,
+                    shown.join("; ")
                 ));
             }
         }
