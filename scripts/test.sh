@@ -47,6 +47,14 @@ for manifest in examples/*/kfop.yaml; do
   cargo run --quiet -p kfop -- gen --check --dir "$(dirname "$manifest")"
 done
 
+step "kfop-operator does not link kfop-testenv (the demo is kfop-demo)"
+# The tree is captured first: a failing `cargo tree` stops the suite (set -e) instead of passing.
+tree=$(cargo tree --quiet -p kfop-operator -e normal --prefix none)
+if grep -q '^kfop-testenv ' <<<"$tree"; then
+  printf '\nFAILED: kfop-operator depends on kfop-testenv (cargo tree -p kfop-operator -e normal)\n' >&2
+  exit 1
+fi
+
 step "cargo test --workspace"
 # Every target runs (--no-fail-fast) so one failure does not hide another; any failing test fails
 # the suite, with the failed tests listed again at the end (the engine tests print the job's

@@ -1,10 +1,10 @@
-//! The all-in-one operator's pieces: which kinds to run, their CRDs, and the demo.
+//! The all-in-one operator's pieces: which kinds to run, their CRDs, the install manifests, and
+//! the sample jobs the demo (`examples/demo`), the tests and the benchmark submit.
 use std::collections::BTreeSet;
 
 use kfop_runtime::manager::Manager;
 
 pub mod crds;
-pub mod demo;
 pub mod deploy;
 pub mod samples;
 pub mod schemes;
@@ -25,4 +25,10 @@ pub fn register(mut manager: Manager, enabled: &BTreeSet<Scheme>) -> Manager {
         };
     }
     manager
+}
+
+/// A command's output proper, to stdout (logs go to stderr).
+pub fn say(text: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout(), "{text}");
 }

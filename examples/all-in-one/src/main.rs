@@ -3,12 +3,14 @@
 //!
 //! * `kfop-operator [--enable-scheme KIND]... [flags]` runs it against `$KUBECONFIG`/in-cluster;
 //! * `kfop-operator crds` prints every CRD;
-//! * `kfop-operator demo` starts a local control plane, runs the operator, submits one sample
-//!   job per framework and shows each reach Succeeded.
+//! * `kfop-operator deploy` prints everything to install it (CRDs, RBAC, a Deployment).
+//!
+//! The demo (a local control plane, one sample job per framework driven to Succeeded) is the
+//! separate `kfop-demo` crate (`examples/demo`), so this binary does not link `kfop-testenv`.
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use kfop_operator::{crds, demo, deploy, register, schemes};
+use kfop_operator::{crds, deploy, register, say, schemes};
 use kfop_runtime::operator::{OperatorArgs, run};
 
 #[derive(Debug, Parser)]
@@ -34,8 +36,6 @@ enum Command {
     Crds,
     /// Print everything to install the operator: CRDs, RBAC, a non-root Deployment
     Deploy,
-    /// Start a local control plane, run the operator and drive one sample job per kind to Succeeded
-    Demo(demo::DemoArgs),
 }
 
 #[tokio::main]
@@ -56,12 +56,11 @@ async fn main() -> ExitCode {
     };
     let result = match cli.command {
         Some(Command::Crds) => crds::yaml(&enabled)
-            .map(|text| kfop_operator::demo::say(text.trim_end()))
+            .map(|text| say(text.trim_end()))
             .map_err(|e| e.to_string()),
         Some(Command::Deploy) => deploy::manifests(&enabled)
-            .map(|text| demo::say(text.trim_end()))
+            .map(|text| say(text.trim_end()))
             .map_err(|e| e.to_string()),
-        Some(Command::Demo(args)) => demo::run(&args, &enabled).await.map_err(|e| e.to_string()),
         None => run(&cli.operator, "kfop-operator", |m| register(m, &enabled))
             .await
             .map_err(|e| e.to_string()),

@@ -1,11 +1,13 @@
-//! `kfop-operator demo`: a local control plane, the operator, one sample job per kind, and each
-//! job driven to Succeeded. kwok plays the kubelet, so the demo ends every running pod with exit
+//! A local control plane, the all-in-one operator, one sample job per kind, and each job driven
+//! to Succeeded. kwok plays the kubelet, so the demo ends every running pod with exit
 //! code 0 after a short "training" time.
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use kfop_operator::schemes::Scheme;
+use kfop_operator::{crds, register, samples, say};
 use kfop_runtime::api::{JobConditionType, JobStatus};
 use kfop_runtime::controller::ControllerConfig;
 use kfop_runtime::k8s_openapi::api::core::v1::Pod;
@@ -13,8 +15,6 @@ use kfop_runtime::kube::api::{Api, DynamicObject, ListParams, PostParams};
 use kfop_runtime::kube::{Client, ResourceExt};
 use kfop_runtime::manager::{Manager, ManagerConfig};
 use kfop_testenv::{ControlPlane, PlaneOptions, pods};
-
-use crate::schemes::Scheme;
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
@@ -77,7 +77,7 @@ pub async fn run(args: &DemoArgs, enabled: &BTreeSet<Scheme>) -> Result<(), Demo
         }
     };
     let local = args.kubeconfig.is_none();
-    let crds: Vec<_> = enabled.iter().map(|s| crate::crds::of(*s)).collect();
+    let crds: Vec<_> = enabled.iter().map(|s| crds::of(*s)).collect();
     kfop_testenv::install_crds(&client, crds.clone()).await?;
 
     let config = ManagerConfig {
@@ -85,7 +85,7 @@ pub async fn run(args: &DemoArgs, enabled: &BTreeSet<Scheme>) -> Result<(), Demo
         reporter: "kfop-operator".into(),
         ..ManagerConfig::default()
     };
-    let manager = crate::register(Manager::new(client.clone(), config), enabled);
+    let manager = register(Manager::new(client.clone(), config), enabled);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let operator = tokio::spawn(manager.run(async move {
         let _ = stopped.await;
@@ -94,10 +94,9 @@ pub async fn run(args: &DemoArgs, enabled: &BTreeSet<Scheme>) -> Result<(), Demo
 
     let mut jobs = Vec::new();
     for scheme in enabled {
-        let (file, mut obj) =
-            crate::samples::sample(*scheme).map_err(|e| DemoError::Sample(e.file, e.message))?;
+        let (file, mut obj) = samples::sample(*scheme).map_err(|e| DemoError::Sample(e.file, e.message))?;
         obj.metadata.namespace = Some(NAMESPACE.to_owned());
-        let ar = crate::samples::api_resource(*scheme);
+        let ar = samples::api_resource(*scheme);
         let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), NAMESPACE, &ar);
         let name = obj.name_any();
         let _ = api.delete(&name, &Default::default()).await;
@@ -187,10 +186,4 @@ async fn watch(
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-}
-
-/// The command's output proper, to stdout (logs go to stderr).
-pub fn say(text: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stdout(), "{text}");
 }
