@@ -110,4 +110,52 @@ fn new_framework_builds_and_its_job_succeeds() {
         "gen --check:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+
+    // The manifest grows owned objects and hooks later: `kfop gen` alone keeps the crate whole.
+    let manifest = dir.join("kfop.yaml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(
+        &manifest,
+        text.replace("spec:\n", "spec:\n  resources: [configmaps]\n  hooks: true\n"),
+    )
+    .unwrap();
+    let out = cargo(
+        workspace(),
+        &[
+            "run",
+            "--quiet",
+            "-p",
+            "kfop",
+            "--",
+            "gen",
+            "--dir",
+            dir.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "gen after adding resources and hooks:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        std::fs::read_to_string(dir.join("src/hooks.rs"))
+            .unwrap()
+            .contains("impl Hooks for Foo")
+    );
+    assert!(
+        std::fs::read_to_string(dir.join("deploy/rbac.yaml"))
+            .unwrap()
+            .contains("configmaps")
+    );
+    let out = cargo(&dir, &["test"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "scaffold tests after adding resources and hooks failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("test a_job_gets_its_pods_and_succeeds ... ok"),
+        "{stdout}"
+    );
 }

@@ -12,7 +12,8 @@ use crate::manifest::{Model, Resource};
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub const LOCK_FILE: &str = "kfop.lock";
 
-/// Who owns a file: kfop rewrites its own on every `gen`; the user's are written once by `new`.
+/// Who owns a file: kfop rewrites its own on every `gen`; the user's are written when missing
+/// (by `new`, and by `gen` when the manifest starts to need one) and never changed after.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Owner {
     Kfop,
@@ -124,13 +125,13 @@ macro_rules! template {
     };
 }
 
-template!(Api, "operator/src/api.rs");
-template!(FrameworkRs, "operator/src/framework.rs");
+template!(GeneratedMod, "operator/src/generated/mod.rs");
+template!(Api, "operator/src/generated/api.rs");
+template!(FrameworkRs, "operator/src/generated/framework.rs");
 template!(Lib, "operator/src/lib.rs");
 template!(Main, "operator/src/main.rs");
 template!(Hooks, "operator/src/hooks.rs");
 template!(Spec, "operator/src/spec.rs");
-template!(Objects, "operator/src/objects.rs");
 template!(CargoToml, "operator/Cargo.template.toml", runtime: String, testenv: String, patch: String);
 template!(Readme, "operator/README.md");
 template!(Rbac, "operator/deploy/rbac.yaml", rbac: Vec<(&'static str, &'static str)>);
@@ -161,18 +162,18 @@ pub fn render(m: &Model, source: &KfopSource) -> Result<Vec<File>, GenerateError
             add($path, $owner, stringify!($t), $t { m, header, $($field: $value),* }.render())?;
         }};
     }
-    add!("src/api.rs", Owner::Kfop, Api {});
-    add!("src/framework.rs", Owner::Kfop, FrameworkRs {});
-    add!("src/lib.rs", Owner::Kfop, Lib {});
-    add!("src/main.rs", Owner::Kfop, Main {});
+    add!("src/generated/mod.rs", Owner::Kfop, GeneratedMod {});
+    add!("src/generated/api.rs", Owner::Kfop, Api {});
+    add!("src/generated/framework.rs", Owner::Kfop, FrameworkRs {});
     add!("deploy/rbac.yaml", Owner::Kfop, Rbac { rbac: rbac_rules(m) });
     add!("deploy/deployment.yaml", Owner::Kfop, Deployment {});
     add!("tests/crd.rs", Owner::Kfop, CrdTest {});
-    add!("src/hooks.rs", Owner::User, Hooks {});
-    add!("src/spec.rs", Owner::User, Spec {});
-    if m.owns_objects() {
-        add!("src/objects.rs", Owner::User, Objects {});
+    add!("src/lib.rs", Owner::User, Lib {});
+    add!("src/main.rs", Owner::User, Main {});
+    if m.hooks {
+        add!("src/hooks.rs", Owner::User, Hooks {});
     }
+    add!("src/spec.rs", Owner::User, Spec {});
     add!(
         "Cargo.toml",
         Owner::User,
@@ -334,11 +335,21 @@ pub struct GenPlan {
     pub edited: Vec<String>,
 }
 
-/// Compares the rendered kfop-owned files with the disk (`read` returns a file's contents if it
-/// exists) and the previous lock.
+/// Compares the rendered files with the disk (`read` returns a file's contents if it exists)
+/// and the previous lock. A user file is written when it is missing, or when an older kfop
+/// generated it and nobody edited it since (it is handed over to the user).
 pub fn plan_gen(files: &[File], old: Option<&Lock>, read: impl Fn(&str) -> Option<String>) -> GenPlan {
     let mut plan = GenPlan::default();
     let recorded = |path: &str| old.and_then(|l| l.files.get(path));
+    for file in files.iter().filter(|f| f.owner == Owner::User) {
+        match read(&file.path) {
+            None => plan.write.push(file.clone()),
+            Some(disk) if recorded(&file.path).is_some_and(|hash| *hash == sha256(&disk)) => {
+                plan.write.push(file.clone());
+            }
+            Some(_) => {}
+        }
+    }
     for file in files.iter().filter(|f| f.owner == Owner::Kfop) {
         match read(&file.path) {
             Some(disk) if disk == file.contents => {}
@@ -354,6 +365,7 @@ pub fn plan_gen(files: &[File], old: Option<&Lock>, read: impl Fn(&str) -> Optio
     }
     if let Some(old) = old {
         for (path, hash) in &old.files {
+            // Still rendered: kfop's, or handed over to the user above.
             if files.iter().any(|f| &f.path == path) {
                 continue;
             }

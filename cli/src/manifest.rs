@@ -80,6 +80,21 @@ struct RawSpec {
     env: Vec<RawEnv>,
     #[serde(default)]
     success: Vec<RawSuccess>,
+    status: Option<RawStatus>,
+    master_pods: Option<S<String>>,
+    #[serde(default)]
+    hooks: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawStatus {
+    rule: Option<S<String>>,
+    leader: Option<S<String>>,
+    followers: Option<S<String>>,
+    subject: Option<S<String>>,
+    #[serde(default)]
+    exit_code_restart_events: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -150,6 +165,11 @@ pub struct Model {
     pub env: Vec<EnvModel>,
     /// Success rules, first role present in the job decides.
     pub success: Vec<(SuccessKind, String)>,
+    pub status: StatusModel,
+    /// Pod 0 of every role is the master (`masterPods: indexZero`), not the `master` roles.
+    pub master_index_zero: bool,
+    /// `src/hooks.rs` implements the framework's hooks.
+    pub hooks: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -186,6 +206,20 @@ impl EnvModel {
                 .unwrap_or_default()
         )
     }
+}
+
+/// How the job's conditions are set (`spec.status`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StatusModel {
+    SuccessRules {
+        subject: Option<String>,
+        exit_code_restart_events: bool,
+    },
+    LeaderOrFollowers {
+        leader: Option<String>,
+        followers: String,
+    },
+    Hook,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -227,6 +261,19 @@ impl Resource {
         ("podgroups", Self::PodGroups),
         ("horizontalpodautoscalers", Self::HorizontalPodAutoscalers),
     ];
+
+    /// The k8s-openapi type of an object the framework's jobs own, under `k8s_openapi::api`;
+    /// `None` for the kinds the engine manages itself (pods, services, PodGroups).
+    /// As (module, type), e.g. `("core::v1", "ConfigMap")`.
+    pub fn owned_type(self) -> Option<(&'static str, &'static str)> {
+        match self {
+            Self::Pods | Self::Services | Self::PodGroups => None,
+            Self::ConfigMaps => Some(("core::v1", "ConfigMap")),
+            Self::Secrets => Some(("core::v1", "Secret")),
+            Self::Jobs => Some(("batch::v1", "Job")),
+            Self::HorizontalPodAutoscalers => Some(("autoscaling::v2", "HorizontalPodAutoscaler")),
+        }
+    }
 
     /// (API group, resource) pairs the operator needs full access to.
     pub fn rbac(self) -> &'static [(&'static str, &'static str)] {
@@ -546,6 +593,29 @@ fn validate(raw: Raw, c: &Checker<'_>) -> Result<Model, ManifestError> {
         success.push(rule);
     }
 
+    let status = validate_status(
+        spec.status.as_ref(),
+        spec.hooks,
+        !success.is_empty(),
+        &known_role,
+        c,
+    )?;
+    let master_index_zero = match &spec.master_pods {
+        None => false,
+        Some(m) if m.value == "roles" => false,
+        Some(m) if m.value == "indexZero" => true,
+        Some(m) => {
+            return Err(c.err(
+                m,
+                "spec.masterPods",
+                format!(
+                    "`{}` is not `roles` (the master roles' pods) or `indexZero` (pod 0 of every role)",
+                    m.value
+                ),
+            ));
+        }
+    };
+
     Ok(Model {
         name: name.value.clone(),
         group: spec.group.value.clone(),
@@ -569,6 +639,100 @@ fn validate(raw: Raw, c: &Checker<'_>) -> Result<Model, ManifestError> {
         resources,
         env,
         success,
+        status,
+        master_index_zero,
+        hooks: spec.hooks,
+    })
+}
+
+/// Checks that a role field names a declared role, returning its canonical name.
+type KnownRole<'a> = dyn Fn(&S<String>, &str) -> Result<String, ManifestError> + 'a;
+
+/// `spec.status`: the rule and its fields; success rules only under `successRules`, and a
+/// status hook only with `hooks: true`.
+fn validate_status(
+    raw: Option<&RawStatus>,
+    hooks: bool,
+    has_success: bool,
+    known_role: &KnownRole<'_>,
+    c: &Checker<'_>,
+) -> Result<StatusModel, ManifestError> {
+    let Some(raw) = raw else {
+        return Ok(StatusModel::SuccessRules {
+            subject: None,
+            exit_code_restart_events: false,
+        });
+    };
+    let rule = raw.rule.as_ref().map_or("successRules", |r| r.value.as_str());
+    let only_success_rules = |field: &str, set: bool| -> Result<(), ManifestError> {
+        match (set, &raw.rule) {
+            (true, Some(r)) => Err(c.err(
+                r,
+                &format!("spec.status.{field}"),
+                format!("applies to the `successRules` rule only, not `{rule}`; remove it"),
+            )),
+            _ => Ok(()),
+        }
+    };
+    let no_success = |r: &S<String>| -> Result<(), ManifestError> {
+        if has_success {
+            return Err(c.err(
+                r,
+                "spec.success",
+                format!("the `{rule}` status rule decides success itself; remove spec.success or use rule `successRules`"),
+            ));
+        }
+        Ok(())
+    };
+    let Some(r) = raw.rule.as_ref().filter(|r| r.value != "successRules") else {
+        for (field, given) in [("leader", &raw.leader), ("followers", &raw.followers)] {
+            if let Some(g) = given {
+                return Err(c.err(
+                    g,
+                    &format!("spec.status.{field}"),
+                    "applies to the `leaderOrFollowers` rule only; set `rule: leaderOrFollowers` or remove it",
+                ));
+            }
+        }
+        return Ok(StatusModel::SuccessRules {
+            subject: raw.subject.as_ref().map(|s| s.value.clone()),
+            exit_code_restart_events: raw.exit_code_restart_events,
+        });
+    };
+    if !matches!(rule, "leaderOrFollowers" | "hook") {
+        return Err(c.err(
+            r,
+            "spec.status.rule",
+            format!("`{rule}` is not `successRules`, `leaderOrFollowers` or `hook`"),
+        ));
+    }
+    no_success(r)?;
+    only_success_rules("subject", raw.subject.is_some())?;
+    only_success_rules("exitCodeRestartEvents", raw.exit_code_restart_events)?;
+    if rule == "hook" {
+        if !hooks {
+            return Err(c.err(
+                r,
+                "spec.status.rule",
+                "`hook` needs `hooks: true` in spec: the rule is `Hooks::update_status` in src/hooks.rs",
+            ));
+        }
+        return Ok(StatusModel::Hook);
+    }
+    let followers = raw.followers.as_ref().ok_or_else(|| {
+        c.err(
+            r,
+            "spec.status.followers",
+            "the leaderOrFollowers rule needs the followers' role",
+        )
+    })?;
+    Ok(StatusModel::LeaderOrFollowers {
+        leader: raw
+            .leader
+            .as_ref()
+            .map(|l| known_role(l, "spec.status.leader"))
+            .transpose()?,
+        followers: known_role(followers, "spec.status.followers")?,
     })
 }
 
@@ -664,12 +828,44 @@ impl Model {
         self.crate_name().replace('-', "_")
     }
 
-    /// Whether the operator owns objects besides pods, services and PodGroups (which the engine
-    /// manages), so it gets a user-owned `src/objects.rs`.
-    pub fn owns_objects(&self) -> bool {
-        self.resources
-            .iter()
-            .any(|r| !matches!(r, Resource::Pods | Resource::Services | Resource::PodGroups))
+    /// The k8s-openapi types of the objects the jobs own besides pods, services and PodGroups
+    /// (which the engine manages).
+    pub fn owned_types(&self) -> Vec<(&'static str, &'static str)> {
+        self.resources.iter().filter_map(|r| r.owned_type()).collect()
+    }
+
+    /// The `StatusRule` expression the generated framework carries.
+    pub fn status_rule(&self) -> String {
+        let string = |s: &str| format!("{s:?}.to_owned()");
+        match &self.status {
+            StatusModel::SuccessRules {
+                subject,
+                exit_code_restart_events,
+            } => format!(
+                "StatusRule::SuccessRules {{ rules: vec![{}], subject: {}, exit_code_restart_events: {exit_code_restart_events} }}",
+                self.success
+                    .iter()
+                    .map(|(kind, role)| format!("SuccessPolicy::{}({})", kind.variant(), string(role)))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                subject
+                    .as_deref()
+                    .map_or("None".to_owned(), |s| format!("Some({})", string(s))),
+            ),
+            StatusModel::LeaderOrFollowers { leader, followers } => format!(
+                "StatusRule::LeaderOrFollowers {{ leader: {}, followers: {} }}",
+                leader
+                    .as_deref()
+                    .map_or("None".to_owned(), |s| format!("Some({})", string(s))),
+                string(followers),
+            ),
+            StatusModel::Hook => "StatusRule::Hook".to_owned(),
+        }
+    }
+
+    /// Whether the status rule names success rules (the generated code imports them).
+    pub fn has_success_rules(&self) -> bool {
+        matches!(self.status, StatusModel::SuccessRules { .. }) && !self.success.is_empty()
     }
 
     /// The framework type's Rust name, e.g. `Foo`.

@@ -142,6 +142,46 @@ fn malformed_manifests() {
             "  scale: Chief\n  success:",
             "spec.scale: unknown role `Chief`",
         ),
+        (
+            "  success:",
+            "  status:\n    rule: hook\n  success:",
+            "spec.success: the `hook` status rule decides success itself; remove spec.success or use rule `successRules`",
+        ),
+        (
+            "  success:\n    - allOf: Master\n",
+            "  status:\n    rule: hook\n",
+            "spec.status.rule: `hook` needs `hooks: true` in spec",
+        ),
+        (
+            "  success:\n    - allOf: Master\n",
+            "  status:\n    rule: leaderOrFollowers\n    leader: Master\n",
+            "spec.status.followers: the leaderOrFollowers rule needs the followers' role",
+        ),
+        (
+            "  success:\n    - allOf: Master\n",
+            "  status:\n    rule: leaderOrFollowers\n    followers: Boss\n",
+            "spec.status.followers: unknown role `Boss`",
+        ),
+        (
+            "  success:",
+            "  status:\n    rule: majority\n  success:",
+            "spec.status.rule: `majority` is not `successRules`, `leaderOrFollowers` or `hook`",
+        ),
+        (
+            "  success:",
+            "  status:\n    followers: Worker\n  success:",
+            "spec.status.followers: applies to the `leaderOrFollowers` rule only",
+        ),
+        (
+            "  success:\n    - allOf: Master\n",
+            "  hooks: true\n  status:\n    rule: hook\n    subject: foojob\n",
+            "spec.status.subject: applies to the `successRules` rule only, not `hook`; remove it",
+        ),
+        (
+            "  success:",
+            "  masterPods: first\n  success:",
+            "spec.masterPods: `first` is not `roles` (the master roles' pods) or `indexZero`",
+        ),
         ("port: 9999", "port: many", "kfop.yaml:12:11: invalid i64"),
         ("  group:", "  groop: x\n  group:", "unknown field `groop`"),
         (

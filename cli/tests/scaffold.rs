@@ -111,13 +111,16 @@ fn check_fails_after_a_manifest_edit_and_passes_after_gen() {
     let err = gen_crate(&gen_args(tmp.path(), &["--check"])).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "stale generated files (run `kfop gen`): src/framework.rs, tests/operator.rs"
+        "stale generated files (run `kfop gen`): src/generated/framework.rs, tests/operator.rs"
     );
     let report = gen_crate(&gen_args(tmp.path(), &[])).unwrap();
-    assert_eq!(report.written, ["src/framework.rs", "tests/operator.rs"]);
+    assert_eq!(
+        report.written,
+        ["src/generated/framework.rs", "tests/operator.rs"]
+    );
     gen_crate(&gen_args(tmp.path(), &["--check"])).unwrap();
     assert!(
-        std::fs::read_to_string(tmp.path().join("src/framework.rs"))
+        std::fs::read_to_string(tmp.path().join("src/generated/framework.rs"))
             .unwrap()
             .contains("\"EXTRA\"")
     );
@@ -126,7 +129,7 @@ fn check_fails_after_a_manifest_edit_and_passes_after_gen() {
 #[test]
 fn hand_edited_generated_files_are_not_clobbered() {
     let tmp = scaffold();
-    let api = tmp.path().join("src/api.rs");
+    let api = tmp.path().join("src/generated/api.rs");
     std::fs::write(&api, std::fs::read_to_string(&api).unwrap() + "// my change\n").unwrap();
     let manifest = tmp.path().join("kfop.yaml");
     std::fs::write(
@@ -139,7 +142,7 @@ fn hand_edited_generated_files_are_not_clobbered() {
     let err = gen_crate(&gen_args(tmp.path(), &[])).unwrap_err();
     assert!(
         err.to_string()
-            .starts_with("refusing to overwrite hand-edited generated files: src/api.rs;"),
+            .starts_with("refusing to overwrite hand-edited generated files: src/generated/api.rs;"),
         "{err}"
     );
     assert!(std::fs::read_to_string(&api).unwrap().ends_with("// my change\n"));
@@ -151,8 +154,8 @@ fn hand_edited_generated_files_are_not_clobbered() {
 #[test]
 fn user_files_are_never_touched_and_retired_files_are_removed() {
     let tmp = scaffold();
-    let hooks = tmp.path().join("src/hooks.rs");
-    std::fs::write(&hooks, "// all mine\n").unwrap();
+    let lib = tmp.path().join("src/lib.rs");
+    std::fs::write(&lib, "// all mine\n").unwrap();
     std::fs::remove_file(tmp.path().join("src/spec.rs")).unwrap();
     // A file an older kfop generated and this one no longer does.
     let retired = "src/old.rs";
@@ -171,10 +174,12 @@ fn user_files_are_never_touched_and_retired_files_are_removed() {
     let report = gen_crate(&gen_args(tmp.path(), &[])).unwrap();
     assert_eq!(report.removed, [retired]);
     assert!(!tmp.path().join(retired).exists());
-    assert_eq!(std::fs::read_to_string(&hooks).unwrap(), "// all mine\n");
+    assert_eq!(std::fs::read_to_string(&lib).unwrap(), "// all mine\n");
     assert!(
-        !tmp.path().join("src/spec.rs").exists(),
-        "gen does not recreate user files"
+        std::fs::read_to_string(tmp.path().join("src/spec.rs"))
+            .unwrap()
+            .contains("pub struct FooJobExtra"),
+        "gen recreates a missing user file"
     );
 }
 
@@ -237,22 +242,52 @@ fn bad_framework_names_and_mismatched_manifests() {
 }
 
 #[test]
-fn owned_resources_get_an_objects_module() {
-    let tmp = tempfile::tempdir().unwrap();
-    let manifest = tmp.path().join("foo.yaml");
-    let text = kfop::manifest::default_manifest("foo", "foo.example.com")
-        .replace("spec:\n", "spec:\n  resources: [configmaps]\n");
+fn owned_resources_and_hooks_are_manifest_data() {
+    let tmp = scaffold();
+    let read = |p: &str| std::fs::read_to_string(tmp.path().join(p)).unwrap();
+    // A manifest-only framework has no Rust of its own beyond the scaffolded spec.
+    assert!(!tmp.path().join("src/hooks.rs").exists());
+    assert!(read("src/generated/framework.rs").contains("impl kfop_runtime::Hooks for Foo {}"));
+    let lib = read("src/lib.rs");
+    // Turning on owned objects and hooks later is a manifest edit and `kfop gen`.
+    let manifest = tmp.path().join("kfop.yaml");
+    let text = read("kfop.yaml").replace("spec:\n", "spec:\n  resources: [configmaps]\n  hooks: true\n");
     std::fs::write(&manifest, text).unwrap();
-    let dir = tmp.path().join("op");
-    new(&new_args(&dir, &["--manifest", manifest.to_str().unwrap()])).unwrap();
-    let read = |p: &str| std::fs::read_to_string(dir.join(p)).unwrap();
-    assert!(read("src/objects.rs").contains("pub fn desired_objects("));
-    assert!(read("src/framework.rs").contains("objects = crate::objects"));
-    assert!(read("src/lib.rs").contains("pub mod objects;"));
+    gen_crate(&gen_args(tmp.path(), &[])).unwrap();
+    assert!(read("src/hooks.rs").contains("impl Hooks for Foo {"));
+    let framework = read("src/generated/framework.rs");
+    assert!(
+        framework.contains("ApiResource::erase::<ConfigMap>(&())"),
+        "{framework}"
+    );
+    assert!(!framework.contains("impl kfop_runtime::Hooks for Foo"));
+    assert!(read("src/generated/mod.rs").contains("#[path = \"../hooks.rs\"]"));
     assert!(read("deploy/rbac.yaml").contains("configmaps"));
-    // A crate without such resources has none.
-    let plain = scaffold();
-    assert!(!plain.path().join("src/objects.rs").exists());
+    assert_eq!(read("src/lib.rs"), lib, "the user's lib.rs is not touched");
+}
+
+#[test]
+fn files_an_older_kfop_generated_are_handed_over_unless_edited() {
+    let tmp = scaffold();
+    let old = "// @generated by an older kfop\npub mod api;\n";
+    let lock_path = tmp.path().join("kfop.lock");
+    let mut lock = kfop::generate::Lock::parse(&std::fs::read_to_string(&lock_path).unwrap()).unwrap();
+    for path in ["src/lib.rs", "src/main.rs"] {
+        std::fs::write(tmp.path().join(path), old).unwrap();
+        lock.files.insert(path.into(), kfop::generate::sha256(old));
+    }
+    std::fs::write(&lock_path, lock.to_text()).unwrap();
+    std::fs::write(tmp.path().join("src/main.rs"), "fn main() {} // mine now\n").unwrap();
+    gen_crate(&gen_args(tmp.path(), &[])).unwrap();
+    let lib = std::fs::read_to_string(tmp.path().join("src/lib.rs")).unwrap();
+    assert!(
+        lib.contains("mod generated;") && lib.contains("This file is yours"),
+        "{lib}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join("src/main.rs")).unwrap(),
+        "fn main() {} // mine now\n"
+    );
 }
 
 /// The `[dependencies]` and `[dev-dependencies]` lines of a Cargo.toml (not its patch section).
@@ -289,7 +324,7 @@ fn an_installed_kfop_scaffolds_against_the_registry_from_anywhere() {
     assert!(manifest.contains("group: bar.example.com"), "{manifest}");
     for file in [
         "src/lib.rs",
-        "src/hooks.rs",
+        "src/generated/framework.rs",
         "tests/operator.rs",
         "deploy/rbac.yaml",
         "README.md",

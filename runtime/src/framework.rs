@@ -139,11 +139,35 @@ pub struct JobContext<'a, J> {
     pub phase: JobPhase,
 }
 
-/// An error a framework hook reports for one job (shown in an event and the log; the job is
-/// retried with backoff).
+/// An error a framework hook reports for one job (shown in the log; the job is retried with
+/// backoff), with the error that caused it when there is one.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct FrameworkError(pub String);
+#[error("{message}")]
+pub struct FrameworkError {
+    message: String,
+    #[source]
+    source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+impl FrameworkError {
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// `message` says what was being done; `source` is what went wrong.
+    pub fn with_source(
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            message: message.into(),
+            source: Some(Box::new(source)),
+        }
+    }
+}
 
 /// A training framework: the part of an operator that is not shared.
 pub trait Framework: Send + Sync + 'static {
@@ -172,7 +196,7 @@ pub trait Framework: Send + Sync + 'static {
     }
 
     /// When the job has succeeded. Default: every master replica succeeded, or without a
-    /// master role, every replica of every role.
+    /// master in the job, every replica of every role.
     fn success_policy(&self, job: &Self::Job, specs: &BTreeMap<String, ReplicaSpec>) -> SuccessPolicy {
         let _ = job;
         SuccessPolicy::master_else_all(self.info(), specs)

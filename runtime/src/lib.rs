@@ -1,7 +1,9 @@
 //! kfop-runtime: the engine every kfop training-job operator calls into.
 //!
 //! * [`api`]: the shared API types with Kubeflow's JSON names.
-//! * [`framework`]: what a framework supplies ([`Framework`], [`TrainingJob`]).
+//! * [`framework`]: what the engine needs of a framework ([`Framework`], [`TrainingJob`]).
+//! * [`manifest`] and [`hooks`]: how a generated framework supplies it, as manifest data
+//!   ([`Manifest`]) plus code for what data cannot say ([`Hooks`], every method defaulted).
 //! * [`plan`]: the pure planner, `(framework, job, observed, now) -> Plan`.
 //! * [`gang`]: gang scheduling (Volcano / scheduler-plugins PodGroups), pure.
 //!
@@ -17,9 +19,10 @@ pub mod env;
 mod error;
 pub mod framework;
 pub mod gang;
-mod glue;
+pub mod hooks;
 pub mod labels;
 pub mod manager;
+pub mod manifest;
 pub mod metrics;
 pub mod operator;
 pub mod plan;
@@ -33,9 +36,12 @@ pub use error::{Error, Result};
 pub use framework::{
     Framework, FrameworkError, FrameworkInfo, JobContext, JobPhase, PodContext, Role, TrainingJob,
 };
+pub use hooks::Hooks;
 pub use k8s_openapi;
 pub use kfop_derive::training_job;
 pub use kube;
+pub use manifest::{FrameworkManifest, Manifest, MasterRule, StatusRule};
+pub use plan::{DesiredObject, StatusUpdate};
 pub use schemars;
 pub use serde;
 pub use serde_json;

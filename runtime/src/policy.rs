@@ -22,15 +22,28 @@ pub enum SuccessPolicy {
 }
 
 impl SuccessPolicy {
-    /// The master role if the job has one, else `Worker` if present, else every role.
+    /// The master role if the job has one, else every role.
     pub fn master_else_all(info: &FrameworkInfo, specs: &BTreeMap<String, ReplicaSpec>) -> Self {
-        let present = |name: &str| specs.contains_key(name);
-        if let Some(master) = info.roles.iter().find(|r| r.master && present(&r.name)) {
-            Self::AllOf(master.name.clone())
-        } else if present("Worker") {
-            Self::AllOf("Worker".to_owned())
-        } else {
-            Self::AllRoles
+        info.roles
+            .iter()
+            .find(|r| r.master && specs.contains_key(&r.name))
+            .map_or(Self::AllRoles, |master| Self::AllOf(master.name.clone()))
+    }
+
+    /// The first of `rules` whose role the job has, else every role (a manifest's `success`).
+    pub fn first_present(rules: &[Self], specs: &BTreeMap<String, ReplicaSpec>) -> Self {
+        rules
+            .iter()
+            .find(|rule| rule.role().is_some_and(|role| specs.contains_key(role)))
+            .cloned()
+            .unwrap_or(Self::AllRoles)
+    }
+
+    /// The one role this policy names, if it names one.
+    pub fn role(&self) -> Option<&str> {
+        match self {
+            Self::AllOf(role) | Self::AnyOf(role) | Self::IndexZeroOf(role) => Some(role),
+            Self::AllRoles => None,
         }
     }
 

@@ -1,21 +1,18 @@
 // Scaffolded by kfop 0.1.0. This file is yours: `kfop gen` never changes it.
 //! MPIJob (mpi-operator v2beta1): the worker pods' SSH setup and DNS, the environment both roles
 //! get, and the status, which the launcher batch Job decides.
-pub mod status;
-
 use std::collections::BTreeMap;
 
-use kfop_runtime::api::ReplicaSpec;
 use kfop_runtime::k8s_openapi::api::core::v1::{
     EnvVar, KeyToPath, PodDNSConfig, PodSpec, PodTemplateSpec, SecretVolumeSource, Volume, VolumeMount,
 };
 use kfop_runtime::kube::ResourceExt;
+use kfop_runtime::kube::api::{ApiResource, DynamicObject};
 use kfop_runtime::labels::{JOB_ROLE, child_name};
-use kfop_runtime::{FrameworkError, PodContext};
-
-pub use status::update_status;
+use kfop_runtime::{DesiredObject, FrameworkError, Hooks, JobContext, PodContext, StatusUpdate};
 
 use crate::api::MPIJob;
+use crate::{Mpi, objects, status};
 
 pub const ROLE_ENV: &str = "K_MPI_JOB_ROLE";
 pub const SSH_VOLUME: &str = "ssh-auth";
@@ -25,21 +22,50 @@ pub const SSH_PUBLIC_KEY: &str = "ssh-publickey";
 /// The SSH daemon workers run when the template gives no command.
 const WORKER_COMMAND: [&str; 2] = ["/usr/sbin/sshd", "-De"];
 
-/// The launcher decides success (through its batch Job); no pod of the engine's is a master.
-pub fn is_master(specs: &BTreeMap<String, ReplicaSpec>, role: &str, index: i32, declared: bool) -> bool {
-    let _ = (specs, role, index);
-    declared
-}
-
 /// `<job>-ssh`: the job's SSH Secret.
 pub fn ssh_secret_name(job: &str) -> String {
     format!("{job}-ssh")
 }
 
+impl Hooks for Mpi {
+    fn decorate_pod(
+        &self,
+        ctx: &PodContext<'_, MPIJob>,
+        template: &mut PodTemplateSpec,
+    ) -> Result<(), FrameworkError> {
+        decorate_worker(ctx, template)
+    }
+
+    /// The launcher batch Job decides (mpi-operator's `updateMPIJobStatus`).
+    fn update_status(&self, job: &MPIJob, update: &mut StatusUpdate<'_, '_>) {
+        status::update_status(job, update);
+    }
+
+    fn creates_pods(&self, role: &str) -> bool {
+        objects::creates_pods(role)
+    }
+
+    fn creates_services(&self) -> bool {
+        objects::creates_services()
+    }
+
+    fn owned_kinds(&self) -> Vec<ApiResource> {
+        objects::owned_kinds()
+    }
+
+    fn desired_objects(&self, ctx: &JobContext<'_, MPIJob>) -> Result<Vec<DesiredObject>, FrameworkError> {
+        objects::desired_objects(ctx)
+    }
+
+    fn prepare_object(&self, object: &mut DynamicObject) -> Result<(), FrameworkError> {
+        objects::prepare_object(object)
+    }
+}
+
 /// A worker pod as mpi-operator's `newWorker` shapes it: hostname and subdomain behind the job's
 /// headless Service, the service's DNS search domain, sshd as the default command, the role
 /// variable and the SSH key pair.
-pub fn decorate_pod(
+fn decorate_worker(
     ctx: &PodContext<'_, MPIJob>,
     template: &mut PodTemplateSpec,
 ) -> Result<(), FrameworkError> {
@@ -88,7 +114,7 @@ pub fn first_container(
 ) -> Result<&mut kfop_runtime::k8s_openapi::api::core::v1::Container, FrameworkError> {
     spec.containers
         .first_mut()
-        .ok_or_else(|| FrameworkError("the pod template has no container; add one".to_owned()))
+        .ok_or_else(|| FrameworkError::new("the pod template has no container; add one"))
 }
 
 /// Appends variables after the user's (an empty value is written as no value, as Go does).

@@ -22,9 +22,9 @@ use kfop_runtime::{FrameworkError, JobContext, JobPhase};
 pub use launcher::{CONFIG_PATH, DISCOVER_HOSTS, HOSTFILE, config_map_name, launcher_env};
 
 use crate::api::MPIJob;
-use crate::hooks::status::{Launcher, launcher_name, launcher_state};
 use crate::hooks::{SSH_PRIVATE_KEY, SSH_PUBLIC_KEY, ssh_secret_name};
 use crate::spec::LauncherCreationPolicy;
+use crate::status::{Launcher, launcher_name, launcher_state};
 
 const SSH_AUTH_TYPE: &str = "kubernetes.io/ssh-auth";
 
@@ -143,7 +143,7 @@ pub fn desired_objects(ctx: &JobContext<'_, MPIJob>) -> Result<Vec<DesiredObject
         let spec = ctx
             .specs
             .get("Launcher")
-            .ok_or_else(|| FrameworkError("spec.mpiReplicaSpecs.Launcher is required; add it".to_owned()))?;
+            .ok_or_else(|| FrameworkError::new("spec.mpiReplicaSpecs.Launcher is required; add it"))?;
         let template = launcher::pod_template(job, spec)?;
         let data = launcher::job_spec(job, &template, suspended)?;
         objects.push(object(

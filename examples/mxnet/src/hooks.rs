@@ -1,24 +1,16 @@
 //! MXJob: MX_CONFIG and the DMLC_* variables, as Kubeflow's mxnet controller writes them.
-use std::collections::BTreeMap;
-
 use kfop_runtime::api::ReplicaSpec;
 use kfop_runtime::env::EnvContext;
 use kfop_runtime::k8s_openapi::api::core::v1::{EnvVar, PodTemplateSpec};
 use kfop_runtime::kube::ResourceExt;
 use kfop_runtime::labels::child_name;
-use kfop_runtime::plan::StatusUpdate;
-use kfop_runtime::policy::SuccessPolicy;
-use kfop_runtime::{FrameworkError, PodContext, TrainingJob};
+use kfop_runtime::{FrameworkError, Hooks, PodContext, TrainingJob};
 
+use crate::Mxnet;
 use crate::api::MXJob;
 
 /// The replica-template annotation whose value MX_CONFIG carries as the role's label.
 const TUNER_SERVER_KEY: &str = "tuner-server-key";
-
-pub fn is_master(specs: &BTreeMap<String, ReplicaSpec>, role: &str, index: i32, declared: bool) -> bool {
-    let _ = (specs, role, index);
-    declared
-}
 
 /// MX_CONFIG as Go's encoder writes it: cluster, labels, task; role keys sorted.
 pub fn mx_config(ctx: &EnvContext<'_>) -> Result<String, String> {
@@ -65,19 +57,16 @@ pub fn mx_config(ctx: &EnvContext<'_>) -> Result<String, String> {
     ))
 }
 
-pub fn decorate_pod(
-    ctx: &PodContext<'_, MXJob>,
-    template: &mut PodTemplateSpec,
-) -> Result<(), FrameworkError> {
+fn decorate_pod(ctx: &PodContext<'_, MXJob>, template: &mut PodTemplateSpec) -> Result<(), FrameworkError> {
     let name = ctx.job.name_any();
     let info = <MXJob as TrainingJob>::framework_info();
     let (config, scheduler_port) = ctx.with_env(info, |env| (mx_config(env), env.port("Scheduler")));
-    let config = config.map_err(FrameworkError)?;
+    let config = config.map_err(FrameworkError::new)?;
     let replicas = |role: &str| ctx.specs.get(role).map_or(0, ReplicaSpec::replicas);
     let (root_uri, root_port) = match ctx.specs.get("Scheduler").filter(|s| s.replicas() > 0) {
         Some(_) => (
             child_name(&name, "Scheduler", 0),
-            scheduler_port.map_err(|e| FrameworkError(e.0))?,
+            scheduler_port.map_err(|e| FrameworkError::with_source("the Scheduler port", e))?,
         ),
         None => (String::new(), 0),
     };
@@ -107,9 +96,12 @@ pub fn decorate_pod(
     Ok(())
 }
 
-pub fn update_status(job: &MXJob, update: &mut StatusUpdate<'_, '_>, policy: &SuccessPolicy) {
-    let _ = job;
-    // Kubeflow's MXJob names itself in lower case when it fails or restarts.
-    update.apply_policy_worded(policy, "mxjob");
-    update.announce_exit_code_restarts("mxjob");
+impl Hooks for Mxnet {
+    fn decorate_pod(
+        &self,
+        ctx: &PodContext<'_, MXJob>,
+        template: &mut PodTemplateSpec,
+    ) -> Result<(), FrameworkError> {
+        decorate_pod(ctx, template)
+    }
 }

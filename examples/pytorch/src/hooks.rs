@@ -7,11 +7,10 @@ use kfop_runtime::env::EnvContext;
 use kfop_runtime::k8s_openapi::api::core::v1::{Container, EnvVar, PodTemplateSpec};
 use kfop_runtime::kube::ResourceExt;
 use kfop_runtime::labels::child_name;
-use kfop_runtime::plan::StatusUpdate;
-use kfop_runtime::policy::SuccessPolicy;
-use kfop_runtime::{FrameworkError, PodContext, TrainingJob};
+use kfop_runtime::{DesiredObject, FrameworkError, Hooks, JobContext, PodContext, StatusUpdate, TrainingJob};
 
 use crate::api::PyTorchJob;
+use crate::{Pytorch, elastic};
 
 /// Image of the init container that waits for the master's DNS name (Kubeflow's
 /// `--pytorch-init-container-image`); `PYTORCH_INIT_CONTAINER_IMAGE` overrides it.
@@ -109,7 +108,9 @@ pub fn decorate_pod(
 ) -> Result<(), FrameworkError> {
     let name = ctx.job.name_any();
     let info = <PyTorchJob as TrainingJob>::framework_info();
-    let vars = ctx.with_env(info, |e| env(ctx.job, e)).map_err(FrameworkError)?;
+    let vars = ctx
+        .with_env(info, |e| env(ctx.job, e))
+        .map_err(FrameworkError::new)?;
     let Some(pod) = template.spec.as_mut() else {
         return Ok(());
     };
@@ -141,14 +142,45 @@ fn init_container(master: &str) -> Result<Container, FrameworkError> {
             "err=1;for i in $(seq {INIT_MAX_TRIES}); do if nslookup {master}; then err=0 && break; fi;echo waiting for master; sleep 2; done; exit $err"
         )],
     }))
-    .map_err(|e| FrameworkError(e.to_string()))
+    .map_err(|e| FrameworkError::with_source("building the init container", e))
 }
 
 /// Kubeflow's PyTorchJob `UpdateJobStatus` (Master, then Worker: Kubeflow's map order is random).
-pub fn update_status(job: &PyTorchJob, u: &mut StatusUpdate<'_, '_>, policy: &SuccessPolicy) {
-    let _ = policy;
+pub fn update_status(job: &PyTorchJob, u: &mut StatusUpdate<'_, '_>) {
     // An elastic job succeeds with its first succeeded worker.
-    u.apply_leader_or_followers("Master", "Worker", job.spec.extra.elastic_policy.is_some());
+    u.apply_leader_or_followers(Some("Master"), "Worker", job.spec.extra.elastic_policy.is_some());
+}
+
+impl Hooks for Pytorch {
+    fn is_master(
+        &self,
+        specs: &BTreeMap<String, ReplicaSpec>,
+        role: &str,
+        index: i32,
+        by_manifest: bool,
+    ) -> bool {
+        is_master(specs, role, index, by_manifest)
+    }
+
+    fn decorate_pod(
+        &self,
+        ctx: &PodContext<'_, PyTorchJob>,
+        template: &mut PodTemplateSpec,
+    ) -> Result<(), FrameworkError> {
+        decorate_pod(ctx, template)
+    }
+
+    fn update_status(&self, job: &PyTorchJob, update: &mut StatusUpdate<'_, '_>) {
+        update_status(job, update);
+    }
+
+    /// The elastic job's HorizontalPodAutoscaler.
+    fn desired_objects(
+        &self,
+        ctx: &JobContext<'_, PyTorchJob>,
+    ) -> Result<Vec<DesiredObject>, FrameworkError> {
+        elastic::desired_objects(ctx)
+    }
 }
 
 #[cfg(test)]

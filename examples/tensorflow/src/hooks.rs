@@ -5,13 +5,11 @@ use kfop_runtime::api::{JobConditionType, ReplicaSpec};
 use kfop_runtime::env::EnvContext;
 use kfop_runtime::k8s_openapi::api::core::v1::{EnvVar, PodTemplateSpec};
 use kfop_runtime::labels::child_name;
-use kfop_runtime::plan::StatusUpdate;
-use kfop_runtime::policy::SuccessPolicy;
 use kfop_runtime::serde_json::{Value, json};
-use kfop_runtime::{FrameworkError, PodContext, TrainingJob};
+use kfop_runtime::{FrameworkError, Hooks, PodContext, StatusUpdate, TrainingJob};
 
 use crate::api::TFJob;
-use crate::spec;
+use crate::{Tensorflow, spec};
 
 /// Replica types in the order Kubeflow's status function visits them.
 const ORDER: [&str; 5] = ["Chief", "Evaluator", "Master", "PS", "Worker"];
@@ -40,7 +38,7 @@ pub fn decorate_pod(
     let info = <TFJob as TrainingJob>::framework_info();
     let value = ctx
         .with_env(info, |env| tf_config(env, &domain, dynamic))
-        .map_err(FrameworkError)?;
+        .map_err(FrameworkError::new)?;
     let Some(pod) = template.spec.as_mut() else {
         return Ok(());
     };
@@ -111,8 +109,7 @@ pub fn tf_config(ctx: &EnvContext<'_>, domain: &str, dynamic: bool) -> Result<St
 
 /// Kubeflow's TFJob `UpdateJobStatus`, with one fix: a job whose chief succeeded is not also
 /// marked Failed by worker failures in the same pass (Kubeflow appends both, its case 17).
-pub fn update_status(job: &TFJob, u: &mut StatusUpdate<'_, '_>, policy: &SuccessPolicy) {
-    let _ = policy;
+pub fn update_status(job: &TFJob, u: &mut StatusUpdate<'_, '_>) {
     let (ns, name) = (u.namespace().to_owned(), u.name().to_owned());
     let all_workers = job.spec.extra.success_policy == Some(spec::SuccessPolicy::AllWorkers);
     let dynamic = job.spec.extra.enable_dynamic_worker.unwrap_or(false);
@@ -149,6 +146,30 @@ pub fn update_status(job: &TFJob, u: &mut StatusUpdate<'_, '_>, policy: &Success
                 ));
             }
         }
+    }
+}
+
+impl Hooks for Tensorflow {
+    fn is_master(
+        &self,
+        specs: &BTreeMap<String, ReplicaSpec>,
+        role: &str,
+        index: i32,
+        by_manifest: bool,
+    ) -> bool {
+        is_master(specs, role, index, by_manifest)
+    }
+
+    fn decorate_pod(
+        &self,
+        ctx: &PodContext<'_, TFJob>,
+        template: &mut PodTemplateSpec,
+    ) -> Result<(), FrameworkError> {
+        decorate_pod(ctx, template)
+    }
+
+    fn update_status(&self, job: &TFJob, update: &mut StatusUpdate<'_, '_>) {
+        update_status(job, update);
     }
 }
 

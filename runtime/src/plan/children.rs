@@ -39,7 +39,7 @@ pub fn build_pod<F: Framework>(
     let info = framework.info();
     let spec = specs
         .get(role)
-        .ok_or_else(|| FrameworkError(format!("no replica spec for {role}")))?;
+        .ok_or_else(|| FrameworkError::new(format!("no replica spec for {role}")))?;
     let name = job.name_any();
     let mut template: PodTemplateSpec = spec.template.clone();
     framework.decorate_pod(

@@ -182,20 +182,26 @@ impl<'a, 'b> StatusUpdate<'a, 'b> {
     /// `followers` do: Succeeded once all succeeded (or, with `any_follower_succeeds`, one),
     /// else Running while any runs. A role with failed pods and fewer running or succeeded pods
     /// than replicas restarts, or fails the job when its restartPolicy is Never.
-    pub fn apply_leader_or_followers(&mut self, leader: &str, followers: &str, any_follower_succeeds: bool) {
+    pub fn apply_leader_or_followers(
+        &mut self,
+        leader: Option<&str>,
+        followers: &str,
+        any_follower_succeeds: bool,
+    ) {
         let (kind, ns, name) = (
             self.kind().to_owned(),
             self.namespace().to_owned(),
             self.name().to_owned(),
         );
-        let has_leader = self.specs.contains_key(leader);
-        for rtype in [leader, followers] {
+        let leader = leader.filter(|l| self.specs.contains_key(*l));
+        let has_leader = leader.is_some();
+        for rtype in leader.into_iter().chain([followers]) {
             let Some(r) = self.role(rtype) else { continue };
             let (replicas, policy) = (r.replicas, r.restart_policy);
             let (expected, running, failed, succeeded) =
                 (r.replicas - r.succeeded, r.active, r.failed, r.succeeded);
             if has_leader {
-                if rtype == leader {
+                if Some(rtype) == leader {
                     if running > 0 {
                         self.set_running(format!("{kind} {name} is running."));
                     }

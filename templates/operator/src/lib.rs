@@ -1,12 +1,6 @@
 {{ header }}
-//! The {{ m.kind }} operator as a library: API types, the framework and its hooks.
-pub mod api;
-pub mod framework;
-pub mod hooks;
-{%- if m.owns_objects() %}
-pub mod objects;
-{%- endif %}
-pub mod spec;
+//! The {{ m.kind }} operator as a library: the API types and the framework kfop generates from
+//! `kfop.yaml` (`src/generated/`). Add your own modules here.
+mod generated;
 
-pub use api::{{ "{" }}{{ m.kind }}, {{ m.kind }}Spec};
-pub use framework::{{ m.framework_type() }};
+pub use generated::*;

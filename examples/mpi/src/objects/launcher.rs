@@ -116,7 +116,7 @@ pub fn pod_template(job: &MPIJob, spec: &ReplicaSpec) -> Result<PodTemplateSpec,
 pub fn job_spec(job: &MPIJob, template: &PodTemplateSpec, suspended: bool) -> Result<Value, FrameworkError> {
     let run = &job.spec.run_policy;
     let template = kfop_runtime::serde_json::to_value(template)
-        .map_err(|e| FrameworkError(format!("serializing the launcher template: {e}")))?;
+        .map_err(|e| FrameworkError::with_source("serializing the launcher template", e))?;
     let mut spec = json!({ "template": template });
     let fields = [
         (

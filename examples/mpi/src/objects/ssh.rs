@@ -21,7 +21,7 @@ pub fn key_pair() -> Result<(String, String), FrameworkError> {
         public_key: Some(point.as_bytes()),
     }
     .to_der()
-    .map_err(|e| FrameworkError(format!("encoding the SSH private key: {e}")))?;
+    .map_err(|e| FrameworkError::with_source("encoding the SSH private key", e))?;
     Ok((pem("EC PRIVATE KEY", &der), authorized_key(point.as_bytes())))
 }
 

@@ -4,7 +4,6 @@ use kfop_runtime::k8s_openapi::api::batch::v1::Job;
 use kfop_runtime::kube::ResourceExt;
 use kfop_runtime::kube::api::{ApiResource, DynamicObject};
 use kfop_runtime::plan::{StatusUpdate, find};
-use kfop_runtime::policy::SuccessPolicy;
 
 use crate::api::MPIJob;
 
@@ -65,8 +64,7 @@ pub fn launcher_state(job_name: &str, objects: &[std::sync::Arc<DynamicObject>])
     }
 }
 
-pub fn update_status(job: &MPIJob, update: &mut StatusUpdate<'_, '_>, policy: &SuccessPolicy) {
-    let _ = policy;
+pub fn update_status(job: &MPIJob, update: &mut StatusUpdate<'_, '_>) {
     let id = format!("{}/{}", update.namespace(), job.name_any());
     let launcher = launcher_state(&job.name_any(), &update.observed().objects);
     match launcher {

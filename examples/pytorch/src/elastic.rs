@@ -13,19 +13,6 @@ use kfop_runtime::{FrameworkError, JobContext, JobPhase, TrainingJob};
 
 use crate::api::PyTorchJob;
 
-pub fn creates_pods(role: &str) -> bool {
-    let _ = role;
-    true
-}
-
-pub fn creates_services() -> bool {
-    true
-}
-
-pub fn owned_kinds() -> Vec<ApiResource> {
-    vec![ApiResource::erase::<HorizontalPodAutoscaler>(&())]
-}
-
 pub fn desired_objects(ctx: &JobContext<'_, PyTorchJob>) -> Result<Vec<DesiredObject>, FrameworkError> {
     let job = ctx.job;
     let Some(elastic) = &job.spec.extra.elastic_policy else {
@@ -58,9 +45,4 @@ pub fn desired_objects(ctx: &JobContext<'_, PyTorchJob>) -> Result<Vec<DesiredOb
         "metrics": metrics,
     }});
     Ok(vec![DesiredObject::new(&kind, hpa, policy)])
-}
-
-pub fn prepare_object(object: &mut DynamicObject) -> Result<(), FrameworkError> {
-    let _ = object;
-    Ok(())
 }

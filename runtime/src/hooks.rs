@@ -1,0 +1,159 @@
+//! What a manifest cannot say, as one trait whose every method has a default: a framework is
+//! its [`Manifest`] plus `impl Hooks for ... {}`, and this module makes the pair a [`Framework`].
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::PodTemplateSpec;
+use kube::api::{ApiResource, DynamicObject};
+
+use crate::api::ReplicaSpec;
+use crate::framework::{Framework, FrameworkError, JobContext, PodContext};
+use crate::manifest::{Manifest, StatusRule};
+use crate::plan::{DesiredObject, StatusUpdate};
+use crate::policy::SuccessPolicy;
+
+/// A framework's code: pod decoration, status, owned objects and the master pods, each
+/// defaulting to what the manifest says. The engine calls them in this order per pod: the
+/// engine's defaults, the manifest's `env`, [`Hooks::decorate_pod`], gang scheduling.
+pub trait Hooks: Manifest {
+    /// Whether the pod of `role`/`index` is the job's master (labelled
+    /// `training.kubeflow.org/job-role=master`); `by_manifest` is what the manifest's `master`
+    /// flags and `masterPods` say.
+    fn is_master(
+        &self,
+        specs: &BTreeMap<String, ReplicaSpec>,
+        role: &str,
+        index: i32,
+        by_manifest: bool,
+    ) -> bool {
+        let _ = (specs, role, index);
+        by_manifest
+    }
+
+    /// Changes a pod about to be created, after the manifest's environment was injected.
+    fn decorate_pod(
+        &self,
+        ctx: &PodContext<'_, Self::Job>,
+        template: &mut PodTemplateSpec,
+    ) -> Result<(), FrameworkError> {
+        let _ = (ctx, template);
+        Ok(())
+    }
+
+    /// Sets the job's conditions after its pods were reconciled. Called only when the manifest
+    /// says `status: {rule: hook}`; otherwise its status rule decides. Default: every replica of
+    /// every role succeeded is success.
+    fn update_status(&self, job: &Self::Job, update: &mut StatusUpdate<'_, '_>) {
+        let _ = job;
+        update.apply_policy(&SuccessPolicy::AllRoles);
+    }
+
+    /// Whether the engine creates pods for `role` (MPI's launcher runs in a batch Job instead).
+    fn creates_pods(&self, role: &str) -> bool {
+        let _ = role;
+        true
+    }
+
+    /// Whether each replica gets a headless service named like its pod.
+    fn creates_services(&self) -> bool {
+        true
+    }
+
+    /// Kinds of objects, besides pods and services, that the jobs own: watched, and deleted when
+    /// [`Hooks::desired_objects`] no longer returns one. Default: the manifest's `resources`.
+    fn owned_kinds(&self) -> Vec<ApiResource> {
+        self.manifest().owned.clone()
+    }
+
+    /// The objects of the manifest's `resources` the job should have now. Pure: everything it
+    /// needs is in `ctx`; randomness (keys) belongs in [`Hooks::prepare_object`]. An owned
+    /// object no longer returned is deleted.
+    fn desired_objects(&self, ctx: &JobContext<'_, Self::Job>) -> Result<Vec<DesiredObject>, FrameworkError> {
+        let _ = ctx;
+        Ok(Vec::new())
+    }
+
+    /// Completes an object just before it is created, with what a pure plan cannot hold
+    /// (e.g. a freshly generated key pair).
+    fn prepare_object(&self, object: &mut DynamicObject) -> Result<(), FrameworkError> {
+        let _ = object;
+        Ok(())
+    }
+}
+
+impl<H: Hooks> Framework for H {
+    type Job = H::Job;
+
+    fn is_master(&self, specs: &BTreeMap<String, ReplicaSpec>, role: &str, index: i32) -> bool {
+        let declared = self.info().role(role).is_some_and(|r| r.master);
+        let by_manifest = self.manifest().master.is_master(declared, index);
+        Hooks::is_master(self, specs, role, index, by_manifest)
+    }
+
+    fn decorate_pod(
+        &self,
+        ctx: &PodContext<'_, Self::Job>,
+        template: &mut PodTemplateSpec,
+    ) -> Result<(), FrameworkError> {
+        let env = self
+            .manifest()
+            .env
+            .as_ref()
+            .map_err(|e| FrameworkError::new(format!("the manifest's env: {e}")))?;
+        ctx.with_env(self.info(), |e| crate::env::inject(env, e, template))
+            .map_err(|e| FrameworkError::with_source("injecting the manifest's env", e))?;
+        Hooks::decorate_pod(self, ctx, template)
+    }
+
+    fn success_policy(&self, job: &Self::Job, specs: &BTreeMap<String, ReplicaSpec>) -> SuccessPolicy {
+        let _ = job;
+        match &self.manifest().status {
+            StatusRule::SuccessRules { rules, .. } => SuccessPolicy::first_present(rules, specs),
+            StatusRule::LeaderOrFollowers { leader, followers } => {
+                let leader = leader.as_deref().filter(|l| specs.contains_key(*l));
+                SuccessPolicy::AllOf(leader.unwrap_or(followers).to_owned())
+            }
+            StatusRule::Hook => SuccessPolicy::master_else_all(self.info(), specs),
+        }
+    }
+
+    fn update_status(&self, job: &Self::Job, update: &mut StatusUpdate<'_, '_>) {
+        match &self.manifest().status {
+            StatusRule::SuccessRules {
+                rules,
+                subject,
+                exit_code_restart_events,
+            } => {
+                let policy = SuccessPolicy::first_present(rules, update.specs());
+                let subject = subject.clone().unwrap_or_else(|| update.kind().to_owned());
+                update.apply_policy_worded(&policy, &subject);
+                if *exit_code_restart_events {
+                    update.announce_exit_code_restarts(&subject);
+                }
+            }
+            StatusRule::LeaderOrFollowers { leader, followers } => {
+                update.apply_leader_or_followers(leader.as_deref(), followers, false);
+            }
+            StatusRule::Hook => Hooks::update_status(self, job, update),
+        }
+    }
+
+    fn creates_services(&self) -> bool {
+        Hooks::creates_services(self)
+    }
+
+    fn creates_pods(&self, role: &str) -> bool {
+        Hooks::creates_pods(self, role)
+    }
+
+    fn owned_kinds(&self) -> Vec<ApiResource> {
+        Hooks::owned_kinds(self)
+    }
+
+    fn desired_objects(&self, ctx: &JobContext<'_, Self::Job>) -> Result<Vec<DesiredObject>, FrameworkError> {
+        Hooks::desired_objects(self, ctx)
+    }
+
+    fn prepare_object(&self, object: &mut DynamicObject) -> Result<(), FrameworkError> {
+        Hooks::prepare_object(self, object)
+    }
+}

@@ -1,0 +1,70 @@
+//! A framework as data: what `kfop gen` writes from `kfop.yaml` (environment, success rules,
+//! status function, master pods, owned kinds), read by the generic framework in [`crate::hooks`].
+use kube::api::ApiResource;
+
+use crate::env::{EnvSpec, TemplateError};
+use crate::framework::TrainingJob;
+use crate::policy::SuccessPolicy;
+
+/// The manifest of one framework, as the runtime uses it.
+#[derive(Debug)]
+pub struct FrameworkManifest {
+    /// The manifest's `env`, parsed; an error here is a template the generator let through.
+    pub env: Result<Vec<EnvSpec>, TemplateError>,
+    /// How replica states become the job's conditions.
+    pub status: StatusRule,
+    /// Which pods carry `training.kubeflow.org/job-role=master`.
+    pub master: MasterRule,
+    /// Kinds of objects, besides pods, services and PodGroups, that the jobs own.
+    pub owned: Vec<ApiResource>,
+}
+
+/// Which status function sets the job's conditions (`spec.status` in `kfop.yaml`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StatusRule {
+    /// The manifest's `success` rules, the first role present in a job deciding (none present:
+    /// every role), by [`crate::plan::StatusUpdate::apply_policy_worded`].
+    SuccessRules {
+        rules: Vec<SuccessPolicy>,
+        /// The word that opens Failed and Restarting messages; `None` is the kind.
+        subject: Option<String>,
+        /// Restarts under restartPolicy ExitCode are announced (Kubeflow's XGBoost and MXNet).
+        exit_code_restart_events: bool,
+    },
+    /// Kubeflow's PyTorch-style function: the leader role decides when the job has one, else
+    /// the followers ([`crate::plan::StatusUpdate::apply_leader_or_followers`]).
+    LeaderOrFollowers {
+        leader: Option<String>,
+        followers: String,
+    },
+    /// The framework's [`crate::hooks::Hooks::update_status`] decides.
+    Hook,
+}
+
+/// Which pods are the job's master (`spec.masterPods` in `kfop.yaml`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MasterRule {
+    /// Every pod of a role marked `master: true`.
+    #[default]
+    Roles,
+    /// Pod 0 of every role (Kubeflow's JAX: the coordinator is worker 0).
+    IndexZero,
+}
+
+impl MasterRule {
+    pub fn is_master(self, declared: bool, index: i32) -> bool {
+        match self {
+            Self::Roles => declared,
+            Self::IndexZero => index == 0,
+        }
+    }
+}
+
+/// A framework's data side, implemented by the code `kfop gen` writes: its job kind and its
+/// manifest. With [`crate::hooks::Hooks`] (empty for a manifest-only framework) it is a
+/// [`crate::Framework`].
+pub trait Manifest: Send + Sync + 'static {
+    type Job: TrainingJob;
+
+    fn manifest(&self) -> &FrameworkManifest;
+}

@@ -1,0 +1,15 @@
+{{ header }}
+//! What kfop generates from `kfop.yaml`: the {{ m.kind }} API types and the framework's data.
+//! Your `src/spec.rs`{% if m.hooks %} and `src/hooks.rs` are{% else %} is{% endif %} compiled from here, so a manifest change never needs
+//! an edit to `src/lib.rs`.
+pub mod api;
+pub mod framework;
+#[path = "../spec.rs"]
+pub mod spec;
+{%- if m.hooks %}
+#[path = "../hooks.rs"]
+pub mod hooks;
+{%- endif %}
+
+pub use api::{{ "{" }}{{ m.kind }}, {{ m.kind }}Spec};
+pub use framework::{{ m.framework_type() }};
