@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::ContainerPort;
 
 use crate::api::ReplicaSpec;
-use crate::framework::FrameworkInfo;
+use crate::info::FrameworkInfo;
 
 /// The defaulted copy of `specs`. Unknown role keys are kept as written (admission rejects them).
 pub fn defaulted_specs(
@@ -59,7 +59,7 @@ fn add_default_port(info: &FrameworkInfo, spec: &mut ReplicaSpec) {
 mod tests {
     use super::*;
     use crate::api::RestartPolicy;
-    use crate::framework::Role;
+    use crate::info::Role;
 
     fn info() -> FrameworkInfo {
         FrameworkInfo {

@@ -23,7 +23,7 @@ use std::fmt;
 use k8s_openapi::api::core::v1::{EnvVar, EnvVarSource, ObjectFieldSelector, PodTemplateSpec};
 
 use crate::api::ReplicaSpec;
-use crate::framework::FrameworkInfo;
+use crate::info::FrameworkInfo;
 use crate::labels::child_name;
 
 /// A parsed `{variable}` template.
@@ -351,7 +351,7 @@ pub fn inject(
 mod tests {
     use super::*;
     use crate::api::RestartPolicy;
-    use crate::framework::Role;
+    use crate::info::Role;
 
     const ROLES: [&str; 2] = ["Master", "Worker"];
 

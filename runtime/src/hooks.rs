@@ -42,7 +42,7 @@ pub trait Hooks: Manifest {
     /// Sets the job's conditions after its pods were reconciled. Called only when the manifest
     /// says `status: {rule: hook}`; otherwise its status rule decides. Default: every replica of
     /// every role succeeded is success.
-    fn update_status(&self, job: &Self::Job, update: &mut StatusUpdate<'_, '_>) {
+    fn update_status(&self, job: &Self::Job, update: &mut StatusUpdate<'_>) {
         let _ = job;
         update.apply_policy(&SuccessPolicy::AllRoles);
     }
@@ -116,7 +116,7 @@ impl<H: Hooks> Framework for H {
         }
     }
 
-    fn update_status(&self, job: &Self::Job, update: &mut StatusUpdate<'_, '_>) {
+    fn update_status(&self, job: &Self::Job, update: &mut StatusUpdate<'_>) {
         match &self.manifest().status {
             StatusRule::SuccessRules {
                 rules,

@@ -1,5 +1,7 @@
-//! Kubeflow's label keys and child names.
+//! Kubeflow's label keys and child names, and the owner reference every child carries.
 use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
 pub const OPERATOR_NAME: &str = "training.kubeflow.org/operator-name";
 pub const JOB_NAME: &str = "training.kubeflow.org/job-name";
@@ -35,6 +37,18 @@ pub fn selector_string(labels: &BTreeMap<String, String>) -> String {
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
         .join(",")
+}
+
+/// The controller owner reference every child carries.
+pub fn owner_reference<J: kube::Resource<DynamicType = ()>>(job: &J) -> OwnerReference {
+    OwnerReference {
+        api_version: J::api_version(&()).into_owned(),
+        kind: J::kind(&()).into_owned(),
+        name: kube::ResourceExt::name_any(job),
+        uid: kube::ResourceExt::uid(job).unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ mod error;
 pub mod framework;
 pub mod gang;
 pub mod hooks;
+pub mod info;
 pub mod labels;
 pub mod manager;
 pub mod manifest;

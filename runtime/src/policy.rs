@@ -6,7 +6,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::api::{CleanPodPolicy, ReplicaSpec, RestartPolicy, RunPolicy};
-use crate::framework::FrameworkInfo;
+use crate::info::FrameworkInfo;
 
 /// Which replicas decide that a job has succeeded (and, while they are active, that it runs).
 #[derive(Clone, Debug, PartialEq, Eq)]

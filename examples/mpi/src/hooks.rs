@@ -37,7 +37,7 @@ impl Hooks for Mpi {
     }
 
     /// The launcher batch Job decides (mpi-operator's `updateMPIJobStatus`).
-    fn update_status(&self, job: &MPIJob, update: &mut StatusUpdate<'_, '_>) {
+    fn update_status(&self, job: &MPIJob, update: &mut StatusUpdate<'_>) {
         status::update_status(job, update);
     }
 

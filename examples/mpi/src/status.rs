@@ -64,7 +64,7 @@ pub fn launcher_state(job_name: &str, objects: &[std::sync::Arc<DynamicObject>])
     }
 }
 
-pub fn update_status(job: &MPIJob, update: &mut StatusUpdate<'_, '_>) {
+pub fn update_status(job: &MPIJob, update: &mut StatusUpdate<'_>) {
     let id = format!("{}/{}", update.namespace(), job.name_any());
     let launcher = launcher_state(&job.name_any(), &update.observed().objects);
     match launcher {

@@ -146,7 +146,7 @@ fn init_container(master: &str) -> Result<Container, FrameworkError> {
 }
 
 /// Kubeflow's PyTorchJob `UpdateJobStatus` (Master, then Worker: Kubeflow's map order is random).
-pub fn update_status(job: &PyTorchJob, u: &mut StatusUpdate<'_, '_>) {
+pub fn update_status(job: &PyTorchJob, u: &mut StatusUpdate<'_>) {
     // An elastic job succeeds with its first succeeded worker.
     u.apply_leader_or_followers(Some("Master"), "Worker", job.spec.extra.elastic_policy.is_some());
 }
@@ -170,7 +170,7 @@ impl Hooks for Pytorch {
         decorate_pod(ctx, template)
     }
 
-    fn update_status(&self, job: &PyTorchJob, update: &mut StatusUpdate<'_, '_>) {
+    fn update_status(&self, job: &PyTorchJob, update: &mut StatusUpdate<'_>) {
         update_status(job, update);
     }
 

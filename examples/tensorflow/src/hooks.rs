@@ -109,7 +109,7 @@ pub fn tf_config(ctx: &EnvContext<'_>, domain: &str, dynamic: bool) -> Result<St
 
 /// Kubeflow's TFJob `UpdateJobStatus`, with one fix: a job whose chief succeeded is not also
 /// marked Failed by worker failures in the same pass (Kubeflow appends both, its case 17).
-pub fn update_status(job: &TFJob, u: &mut StatusUpdate<'_, '_>) {
+pub fn update_status(job: &TFJob, u: &mut StatusUpdate<'_>) {
     let (ns, name) = (u.namespace().to_owned(), u.name().to_owned());
     let all_workers = job.spec.extra.success_policy == Some(spec::SuccessPolicy::AllWorkers);
     let dynamic = job.spec.extra.enable_dynamic_worker.unwrap_or(false);
@@ -168,7 +168,7 @@ impl Hooks for Tensorflow {
         decorate_pod(ctx, template)
     }
 
-    fn update_status(&self, job: &TFJob, update: &mut StatusUpdate<'_, '_>) {
+    fn update_status(&self, job: &TFJob, update: &mut StatusUpdate<'_>) {
         update_status(job, update);
     }
 }

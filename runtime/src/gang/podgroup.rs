@@ -66,7 +66,7 @@ impl JobRef {
             namespace: job.namespace(),
             annotations: job.annotations().clone(),
             controller_name: controller_name.to_owned(),
-            owner: crate::plan::owner_reference(job),
+            owner: labels::owner_reference(job),
         }
     }
 }

@@ -2,24 +2,12 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec, Service, ServicePort, ServiceSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
 
 use crate::api::ReplicaSpec;
 use crate::framework::{Framework, FrameworkError, PodContext, TrainingJob};
-use crate::labels::{self, JOB_ROLE};
-
-/// The controller owner reference every child carries.
-pub fn owner_reference<J: kube::Resource<DynamicType = ()>>(job: &J) -> OwnerReference {
-    OwnerReference {
-        api_version: J::api_version(&()).into_owned(),
-        kind: J::kind(&()).into_owned(),
-        name: job.name_any(),
-        uid: job.uid().unwrap_or_default(),
-        controller: Some(true),
-        block_owner_deletion: Some(true),
-    }
-}
+use crate::labels::{self, JOB_ROLE, owner_reference};
 
 /// A pod built from the role's template; whether the template's own restartPolicy was
 /// overridden (Kubeflow warns about that with an event).

@@ -1,10 +1,8 @@
 //! The pure planner: `(framework, job, observed children, now) -> Plan`. No IO, no clock, no
 //! randomness; every job policy is decided here and unit-tested.
 mod children;
-mod conditions;
 mod objects;
 mod replicas;
-mod status;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -15,38 +13,22 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::DynamicObject;
 use kube::{Resource, ResourceExt};
 
-pub use children::{build_pod, build_service, owner_reference};
-pub use conditions::{reason, set_condition};
-pub use objects::{DesiredObject, ObjectRef, SyncPolicy, find, is_kind, is_subset, merge_patch};
-pub use status::{RoleState, StatusUpdate};
+pub use crate::api::{reason, set_condition};
+pub use crate::framework::{
+    DesiredObject, EventType, JobEvent, JobMetric, Observed, RoleState, Scheduling, StatusUpdate, SyncPolicy,
+    find, is_kind,
+};
+pub use crate::labels::owner_reference;
+pub use children::{build_pod, build_service};
+pub use objects::{ObjectRef, is_subset, merge_patch};
 
 use crate::api::{ConditionStatus, JobConditionType, JobStatus};
 use crate::defaults::defaulted_specs;
-use crate::framework::{Framework, FrameworkError, JobContext, JobPhase, TrainingJob};
-use crate::gang::{self, GangScheduler, JobRef, QuantityError};
+use crate::framework::{Framework, FrameworkError, JobContext, JobName, JobPhase, StatusOutput, TrainingJob};
+use crate::gang::{self, JobRef, QuantityError};
 use crate::policy;
-
-/// The job's children as the caches see them (already filtered to those the job controls).
-#[derive(Debug, Default, Clone)]
-pub struct Observed {
-    pub pods: Vec<Arc<Pod>>,
-    pub services: Vec<Arc<Service>>,
-    /// Owned objects of the framework's other kinds ([`Framework::owned_kinds`]) and the job's
-    /// PodGroup.
-    pub objects: Vec<Arc<DynamicObject>>,
-    pub scheduling: Scheduling,
-}
-
-/// Gang scheduling as this operator runs it: the configured scheduler and the cluster's
-/// PriorityClass values by name (for a PodGroup's minResources).
-#[derive(Debug, Default, Clone)]
-pub struct Scheduling {
-    pub scheduler: GangScheduler,
-    pub priority_classes: std::collections::BTreeMap<String, i32>,
-}
 
 /// A child to delete: its name, and its UID as a precondition so a newer object of the same name
 /// is never deleted by mistake.
@@ -63,32 +45,6 @@ impl ChildRef {
             uid: meta.uid(),
         }
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventType {
-    Normal,
-    Warning,
-}
-
-/// An event about the job. Events come from transitions, never from re-observing a state.
-#[derive(Debug, Clone, PartialEq)]
-pub struct JobEvent {
-    pub type_: EventType,
-    pub reason: String,
-    pub message: String,
-    /// The child the event is about (a created or deleted pod or service), so events about
-    /// different children are separate series, each with its own message.
-    pub related: Option<k8s_openapi::api::core::v1::ObjectReference>,
-}
-
-/// A job-level counter to increment (Kubeflow's `training_operator_jobs_*_total`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum JobMetric {
-    Created,
-    Succeeded,
-    Failed,
-    Restarted,
 }
 
 /// Everything one reconcile should do.
@@ -382,7 +338,20 @@ fn reconcile_job<F: Framework>(
     gang_pods(observed, specs, d);
     if !d.status.is(JobConditionType::Failed) {
         d.status.start_time.get_or_insert_with(|| now.clone());
-        framework.update_status(job, &mut StatusUpdate::new(d, specs, &counts, observed));
+        let name = JobName {
+            kind: d.kind,
+            name: &d.name,
+            namespace: &d.namespace,
+        };
+        let out = StatusOutput {
+            status: &mut d.status,
+            events: &mut d.plan.events,
+            metrics: &mut d.plan.metrics,
+        };
+        framework.update_status(
+            job,
+            &mut StatusUpdate::new(name, d.now, out, specs, &counts, observed),
+        );
     }
 
     if d.status.is_finished() {

@@ -8,18 +8,8 @@ use kube::ResourceExt;
 use super::children::{build_pod, build_service};
 use super::{ChildRef, Draft, EventType, JobMetric, PlanError, is_active, phase, reason};
 use crate::api::{ConditionStatus, JobConditionType, ReplicaSpec, ReplicaStatus, RestartPolicy};
-use crate::framework::Framework;
+use crate::framework::{Framework, RoleCounts};
 use crate::labels::{self, REPLICA_INDEX, REPLICA_TYPE};
-
-/// What the status policy needs to know about one role after its pods were reconciled.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(super) struct RoleCounts {
-    pub replicas: i32,
-    /// Indices whose pod succeeded with exit code 0 (TF's "worker 0 completed").
-    pub succeeded_indices: BTreeSet<i32>,
-    /// Failed pods of this role were replaced in this pass.
-    pub restarted: bool,
-}
 
 /// Pods whose replica-type label is `role` (compared lower-case, as Kubeflow labels them).
 pub(super) fn pods_of_role<'a>(pods: &[&'a Pod], role: &str) -> Vec<&'a Pod> {

@@ -45,7 +45,7 @@ impl Framework for Tf {
     }
 
     /// TFJob's `UpdateJobStatus`, transcribed.
-    fn update_status(&self, _job: &TestJob, u: &mut StatusUpdate<'_, '_>) {
+    fn update_status(&self, _job: &TestJob, u: &mut StatusUpdate<'_>) {
         let (ns, name) = (u.namespace().to_owned(), u.name().to_owned());
         let has_chief = u.specs().contains_key("Chief") || u.specs().contains_key("Master");
         let worker0_completed = u.role("Worker").is_none_or(|w| w.completed_indices.contains(&0));

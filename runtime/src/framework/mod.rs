@@ -1,5 +1,5 @@
-//! What a framework supplies: identity, roles, defaults, pod decoration and its success policy.
-//! Everything but identity has a default, so a simple framework is mostly data.
+//! What the engine needs of a framework: identity, roles, pod decoration, status and owned
+//! objects, and the types those hooks see. Everything but identity has a default.
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 
@@ -9,8 +9,18 @@ use kube::Resource;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::api::{JobStatus, ReplicaSpec, RestartPolicy, RunPolicy};
-use crate::plan::{DesiredObject, Observed, StatusUpdate};
+mod objects;
+mod observed;
+mod status;
+
+pub use objects::{DesiredObject, SyncPolicy, find, is_kind};
+pub use observed::{Observed, Scheduling};
+pub use status::{
+    EventType, JobEvent, JobMetric, JobName, RoleCounts, RoleState, StatusOutput, StatusUpdate,
+};
+
+use crate::api::{JobStatus, ReplicaSpec, RunPolicy};
+pub use crate::info::{FrameworkInfo, Role};
 use crate::policy::SuccessPolicy;
 
 /// A training-job custom resource: a spec with replica specs and a run policy, and a status.
@@ -33,62 +43,6 @@ pub trait TrainingJob:
     fn replica_specs(&self) -> &BTreeMap<String, ReplicaSpec>;
     fn run_policy(&self) -> &RunPolicy;
     fn status(&self) -> Option<&JobStatus>;
-}
-
-/// A replica type (role) a framework knows.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Role {
-    /// Canonical CamelCase name, e.g. `Worker`; user keys are normalised to it case-insensitively.
-    pub name: String,
-    pub default_restart_policy: RestartPolicy,
-    /// The replica count when the spec gives none.
-    pub default_replicas: i32,
-    /// Whether this role's pods carry `training.kubeflow.org/job-role=master` and decide success.
-    pub master: bool,
-}
-
-impl Role {
-    pub fn new(name: impl Into<String>, default_restart_policy: RestartPolicy) -> Self {
-        Self {
-            name: name.into(),
-            default_restart_policy,
-            default_replicas: 1,
-            master: false,
-        }
-    }
-
-    #[must_use]
-    pub fn master(mut self) -> Self {
-        self.master = true;
-        self
-    }
-
-    #[must_use]
-    pub fn default_replicas(mut self, replicas: i32) -> Self {
-        self.default_replicas = replicas;
-        self
-    }
-}
-
-/// The static facts about a framework.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FrameworkInfo {
-    /// Event source and `training.kubeflow.org/operator-name` label, e.g. `pytorchjob-controller`.
-    pub controller_name: String,
-    /// Metrics label, e.g. `pytorch`.
-    pub framework_name: String,
-    /// The container that gets the default port and whose ports the headless services expose.
-    pub default_container: String,
-    pub default_port_name: String,
-    pub default_port: i32,
-    /// Known roles, in the order they are reconciled and reported.
-    pub roles: Vec<Role>,
-}
-
-impl FrameworkInfo {
-    pub fn role(&self, name: &str) -> Option<&Role> {
-        self.roles.iter().find(|r| r.name.eq_ignore_ascii_case(name))
-    }
 }
 
 /// What `decorate_pod` knows about the pod being built.
@@ -204,7 +158,7 @@ pub trait Framework: Send + Sync + 'static {
 
     /// Sets the job's conditions from its replicas' states after the pods were reconciled.
     /// Default: [`StatusUpdate::apply_policy`] with [`Framework::success_policy`].
-    fn update_status(&self, job: &Self::Job, update: &mut StatusUpdate<'_, '_>) {
+    fn update_status(&self, job: &Self::Job, update: &mut StatusUpdate<'_>) {
         let policy = self.success_policy(job, update.specs());
         update.apply_policy(&policy);
     }

@@ -1,11 +1,59 @@
-//! From replica counts to conditions. [`StatusUpdate`] is what a framework's status hook sees;
+//! What a framework's status hook sees and may change: the roles' states after this pass, and
+//! the job's conditions, with the events and metrics their transitions record.
 //! [`StatusUpdate::apply_policy`] is the default success and failure policy.
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::replicas::RoleCounts;
-use super::{Draft, EventType, JobMetric, Observed, reason};
-use crate::api::{ConditionStatus, JobConditionType, JobStatus, ReplicaSpec, RestartPolicy};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::Observed;
+use crate::api::{
+    ConditionStatus, JobConditionType, JobStatus, ReplicaSpec, RestartPolicy, reason, set_condition,
+};
 use crate::policy::SuccessPolicy;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    Normal,
+    Warning,
+}
+
+/// An event about the job. Events come from transitions, never from re-observing a state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobEvent {
+    pub type_: EventType,
+    pub reason: String,
+    pub message: String,
+    /// The child the event is about (a created or deleted pod or service), so events about
+    /// different children are separate series, each with its own message.
+    pub related: Option<k8s_openapi::api::core::v1::ObjectReference>,
+}
+
+/// A job-level counter to increment (Kubeflow's `training_operator_jobs_*_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobMetric {
+    Created,
+    Succeeded,
+    Failed,
+    Restarted,
+}
+
+/// What reconciling one role's pods found in this pass.
+#[derive(Debug, Default, Clone)]
+pub struct RoleCounts {
+    pub replicas: i32,
+    /// Indices whose pod succeeded with exit code 0 (TF's "worker 0 completed").
+    pub succeeded_indices: BTreeSet<i32>,
+    /// Failed pods of this role were replaced in this pass.
+    pub restarted: bool,
+}
+
+/// The job a [`StatusUpdate`] is about.
+#[derive(Debug, Clone, Copy)]
+pub struct JobName<'a> {
+    pub kind: &'a str,
+    pub name: &'a str,
+    pub namespace: &'a str,
+}
 
 /// One role's state after its pods were reconciled in this pass.
 #[derive(Debug, Clone, Copy)]
@@ -25,35 +73,72 @@ pub struct RoleState<'a> {
 /// The job's status as a framework's status hook may change it: read role states, set
 /// conditions. Each setter records the matching event, metric and completion time once, on the
 /// transition.
-pub struct StatusUpdate<'a, 'b> {
-    d: &'a mut Draft<'b>,
+#[derive(Debug)]
+pub struct StatusUpdate<'a> {
+    job: JobName<'a>,
+    now: &'a Time,
+    status: &'a mut JobStatus,
+    events: &'a mut Vec<JobEvent>,
+    metrics: &'a mut Vec<JobMetric>,
     specs: &'a BTreeMap<String, ReplicaSpec>,
     counts: &'a BTreeMap<String, RoleCounts>,
     observed: &'a Observed,
 }
 
-impl std::fmt::Debug for StatusUpdate<'_, '_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StatusUpdate")
-            .field("job", &self.d.name)
-            .field("status", &self.d.status)
-            .finish()
-    }
+/// Where a [`StatusUpdate`] writes: the job's status and the events and metrics of this pass.
+#[derive(Debug)]
+pub struct StatusOutput<'a> {
+    pub status: &'a mut JobStatus,
+    pub events: &'a mut Vec<JobEvent>,
+    pub metrics: &'a mut Vec<JobMetric>,
 }
 
-impl<'a, 'b> StatusUpdate<'a, 'b> {
-    pub(super) fn new(
-        d: &'a mut Draft<'b>,
+impl<'a> StatusUpdate<'a> {
+    /// What the planner hands a status hook: `counts` are this pass's per-role findings.
+    pub fn new(
+        job: JobName<'a>,
+        now: &'a Time,
+        out: StatusOutput<'a>,
         specs: &'a BTreeMap<String, ReplicaSpec>,
         counts: &'a BTreeMap<String, RoleCounts>,
         observed: &'a Observed,
     ) -> Self {
         Self {
-            d,
+            job,
+            now,
+            status: out.status,
+            events: out.events,
+            metrics: out.metrics,
             specs,
             counts,
             observed,
         }
+    }
+
+    fn condition(
+        &mut self,
+        type_: JobConditionType,
+        status: ConditionStatus,
+        base: &str,
+        message: String,
+    ) -> bool {
+        set_condition(
+            self.status,
+            type_,
+            status,
+            reason(self.job.kind, base),
+            message,
+            self.now,
+        )
+    }
+
+    fn event(&mut self, type_: EventType, base: &str, message: String) {
+        self.events.push(JobEvent {
+            type_,
+            reason: reason(self.job.kind, base),
+            message,
+            related: None,
+        });
     }
 
     /// The job's children as this pass saw them, owned objects included.
@@ -64,22 +149,22 @@ impl<'a, 'b> StatusUpdate<'a, 'b> {
     /// Overrides a role's replica counts, for a role whose pods the engine does not run itself
     /// (MPI's launcher, counted from its batch Job).
     pub fn set_replica_counts(&mut self, role: &str, active: i32, succeeded: i32, failed: i32) {
-        let entry = self.d.status.replica_statuses.entry(role.to_owned()).or_default();
+        let entry = self.status.replica_statuses.entry(role.to_owned()).or_default();
         entry.active = active;
         entry.succeeded = succeeded;
         entry.failed = failed;
     }
 
     pub fn kind(&self) -> &str {
-        self.d.kind
+        self.job.kind
     }
 
     pub fn name(&self) -> &str {
-        &self.d.name
+        self.job.name
     }
 
     pub fn namespace(&self) -> &str {
-        &self.d.namespace
+        self.job.namespace
     }
 
     /// Defaulted replica specs by canonical role name.
@@ -88,14 +173,14 @@ impl<'a, 'b> StatusUpdate<'a, 'b> {
     }
 
     pub fn status(&self) -> &JobStatus {
-        &self.d.status
+        self.status
     }
 
     /// The state of `role`, if the job has that role.
     pub fn role(&self, role: &str) -> Option<RoleState<'_>> {
         let spec = self.specs.get(role)?;
         let counts = self.counts.get(role)?;
-        let status = self.d.status.replica_statuses.get(role);
+        let status = self.status.replica_statuses.get(role);
         Some(RoleState {
             replicas: spec.replicas(),
             active: status.map_or(0, |s| s.active),
@@ -114,7 +199,7 @@ impl<'a, 'b> StatusUpdate<'a, 'b> {
 
     /// `Running=True` (no event, as in Kubeflow).
     pub fn set_running(&mut self, message: String) {
-        self.d.condition(
+        self.condition(
             JobConditionType::Running,
             ConditionStatus::True,
             "Running",
@@ -124,37 +209,31 @@ impl<'a, 'b> StatusUpdate<'a, 'b> {
 
     /// `Succeeded=True`, with completion time, a Normal event and the success metric.
     pub fn set_succeeded(&mut self, message: String) {
-        if self.d.condition(
+        if self.condition(
             JobConditionType::Succeeded,
             ConditionStatus::True,
             "Succeeded",
             message.clone(),
         ) {
-            self.d
-                .status
-                .completion_time
-                .get_or_insert_with(|| self.d.now.clone());
-            self.d
-                .event(EventType::Normal, reason(self.d.kind, "Succeeded"), message);
-            self.d.plan.metrics.push(JobMetric::Succeeded);
+            let now = self.now.clone();
+            self.status.completion_time.get_or_insert(now);
+            self.event(EventType::Normal, "Succeeded", message);
+            self.metrics.push(JobMetric::Succeeded);
         }
     }
 
     /// `Failed=True`, with completion time, a Warning event and the failure metric.
     pub fn set_failed(&mut self, message: String) {
-        if self.d.condition(
+        if self.condition(
             JobConditionType::Failed,
             ConditionStatus::True,
             "Failed",
             message.clone(),
         ) {
-            self.d
-                .status
-                .completion_time
-                .get_or_insert_with(|| self.d.now.clone());
-            self.d
-                .event(EventType::Warning, reason(self.d.kind, "Failed"), message);
-            self.d.plan.metrics.push(JobMetric::Failed);
+            let now = self.now.clone();
+            self.status.completion_time.get_or_insert(now);
+            self.event(EventType::Warning, "Failed", message);
+            self.metrics.push(JobMetric::Failed);
         }
     }
 
@@ -162,19 +241,18 @@ impl<'a, 'b> StatusUpdate<'a, 'b> {
     /// call: Kubeflow's status functions record it whenever they see a role restarting, also
     /// when the engine set the condition already in the same pass.
     pub fn set_restarting(&mut self, message: String) {
-        if self.d.status.is(JobConditionType::Failed) {
+        if self.status.is(JobConditionType::Failed) {
             return;
         }
-        if self.d.condition(
+        if self.condition(
             JobConditionType::Restarting,
             ConditionStatus::True,
             "Restarting",
             message.clone(),
         ) {
-            self.d.plan.metrics.push(JobMetric::Restarted);
+            self.metrics.push(JobMetric::Restarted);
         }
-        self.d
-            .event(EventType::Warning, reason(self.d.kind, "Restarting"), message);
+        self.event(EventType::Warning, "Restarting", message);
     }
 
     /// Kubeflow's PyTorchJob and PaddleJob status functions. With a `leader` role the leader

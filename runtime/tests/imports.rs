@@ -1,0 +1,203 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! The runtime's modules import one way: no top-level module of `runtime/src` reaches back to
+//! itself through `crate::` paths in non-test code. A circle would tie the pure planner to the
+//! layers above it (issue #16); this test names the modules of any circle and the files that
+//! close it.
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// Drops `//` comments (doc links are not imports) and the `#[cfg(test)] mod x { .. }` block
+/// that ends a file.
+fn code(text: &str) -> String {
+    let without_comments: String = text
+        .lines()
+        .map(|line| line.split("//").next().unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("\n");
+    match without_comments.find("#[cfg(test)]\nmod tests {") {
+        Some(at) => without_comments[..at].to_owned(),
+        None => without_comments,
+    }
+}
+
+/// Names of modules a file declares under `#[cfg(test)]` (`mod tf_table;`): test-only files.
+fn test_only_children(text: &str) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    lines
+        .windows(2)
+        .filter(|w| w[0].trim() == "#[cfg(test)]")
+        .filter_map(|w| {
+            w[1].trim()
+                .strip_prefix("mod ")?
+                .strip_suffix(';')
+                .map(str::to_owned)
+        })
+        .collect()
+}
+
+/// The first path segment of every `crate::` path: `crate::a::b` and `crate::{a::x, b}`.
+fn crate_references(code: &str) -> BTreeSet<String> {
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut out = BTreeSet::new();
+    for (at, _) in code.match_indices("crate::") {
+        let rest = &code[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let (mut depth, mut item) = (0, String::new());
+            for c in group.chars() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        out.insert(ident(item.trim()));
+                        item.clear();
+                        continue;
+                    }
+                    _ => {}
+                }
+                if depth == 0 {
+                    item.push(c);
+                }
+            }
+            out.insert(ident(item.trim()));
+        } else {
+            out.insert(ident(rest));
+        }
+    }
+    out.remove("");
+    out
+}
+
+/// Top-level module -> (module it references -> files that do).
+fn graph(src: &Path) -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
+    let mut graph: BTreeMap<String, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    let mut stack = vec![src.to_path_buf()];
+    let mut test_only: BTreeSet<std::path::PathBuf> = BTreeSet::new();
+    while let Some(dir) = stack.pop() {
+        let mut entries: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        entries.sort();
+        for path in &entries {
+            if path.is_dir() {
+                stack.push(path.clone());
+                continue;
+            }
+            let text = std::fs::read_to_string(path).unwrap();
+            let base = if path.file_name().is_some_and(|n| n == "mod.rs" || n == "lib.rs") {
+                dir.clone()
+            } else {
+                path.with_extension("")
+            };
+            for child in test_only_children(&text) {
+                test_only.insert(base.join(format!("{child}.rs")));
+            }
+        }
+    }
+    let mut stack = vec![src.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let rel = path.strip_prefix(src).unwrap();
+            let top = rel.components().next().unwrap().as_os_str().to_string_lossy();
+            let top = top.trim_end_matches(".rs").to_owned();
+            if top == "lib" || path.file_name().is_some_and(|n| n == "tests.rs") || test_only.contains(&path)
+            {
+                continue;
+            }
+            let references = crate_references(&code(&std::fs::read_to_string(&path).unwrap()));
+            let node = graph.entry(top.clone()).or_default();
+            for module in references.into_iter().filter(|m| *m != top) {
+                node.entry(module).or_default().insert(rel.display().to_string());
+            }
+        }
+    }
+    let modules: BTreeSet<String> = graph.keys().cloned().collect();
+    for edges in graph.values_mut() {
+        edges.retain(|m, _| modules.contains(m));
+    }
+    graph
+}
+
+/// A circle through `start`, if there is one (depth-first search for a path back to it).
+fn circle(graph: &BTreeMap<String, BTreeMap<String, BTreeSet<String>>>, start: &str) -> Option<Vec<String>> {
+    fn walk(
+        graph: &BTreeMap<String, BTreeMap<String, BTreeSet<String>>>,
+        start: &str,
+        at: &str,
+        path: &mut Vec<String>,
+        seen: &mut BTreeSet<String>,
+    ) -> bool {
+        for next in graph.get(at).into_iter().flat_map(BTreeMap::keys) {
+            if next == start {
+                return true;
+            }
+            if seen.insert(next.clone()) {
+                path.push(next.clone());
+                if walk(graph, start, next, path, seen) {
+                    return true;
+                }
+                path.pop();
+            }
+        }
+        false
+    }
+    let mut path = vec![start.to_owned()];
+    walk(graph, start, start, &mut path, &mut BTreeSet::new()).then_some(path)
+}
+
+#[test]
+fn runtime_modules_import_one_way() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let graph = graph(&src);
+    assert!(
+        graph.contains_key("plan") && graph.contains_key("framework"),
+        "{graph:?}"
+    );
+    assert!(
+        graph["plan"].contains_key("framework"),
+        "the planner reads the framework: the parser must see that"
+    );
+    let mut circles = Vec::new();
+    for module in graph.keys() {
+        if let Some(path) = circle(&graph, module) {
+            let hops: Vec<String> = path
+                .iter()
+                .zip(path.iter().cycle().skip(1))
+                .map(|(from, to)| format!("{from} -> {to} ({})", joined(&graph[from][to])))
+                .collect();
+            circles.push(hops.join(", "));
+        }
+    }
+    assert!(
+        circles.is_empty(),
+        "import circles in runtime/src:\n{}",
+        circles.join("\n")
+    );
+}
+
+fn joined(files: &BTreeSet<String>) -> String {
+    files.iter().cloned().collect::<Vec<_>>().join(" ")
+}
+
+#[test]
+fn the_parser_sees_grouped_and_plain_paths_but_not_comments() {
+    let text = "use crate::{api::X, plan::{a, b}, env};\n// crate::gang in a comment\nfn f() { crate::labels::x() }\n#[cfg(test)]\nmod tests {\n    use crate::testing;\n}\n";
+    let refs = crate_references(&code(text));
+    assert_eq!(
+        refs,
+        ["api", "env", "labels", "plan"]
+            .into_iter()
+            .map(String::from)
+            .collect()
+    );
+}
