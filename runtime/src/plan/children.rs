@@ -7,6 +7,7 @@ use kube::ResourceExt;
 
 use crate::api::ReplicaSpec;
 use crate::framework::{Framework, FrameworkError, PodContext, TrainingJob};
+use crate::gang::{self, GangScheduler};
 use crate::labels::{self, JOB_ROLE, owner_reference};
 
 /// A pod built from the role's template; whether the template's own restartPolicy was
@@ -17,12 +18,14 @@ pub struct BuiltPod {
     pub overrode_restart_policy: bool,
 }
 
+/// The one decoration chain of a pod, run once: the role's defaulted template, the framework's
+/// decoration (the manifest's env, then its hooks), then the gang scheduler's marks.
 pub fn build_pod<F: Framework>(
     framework: &F,
     job: &F::Job,
     specs: &BTreeMap<String, ReplicaSpec>,
-    role: &str,
-    index: i32,
+    (role, index): (&str, i32),
+    scheduler: &GangScheduler,
 ) -> Result<BuiltPod, FrameworkError> {
     let info = framework.info();
     let spec = specs
@@ -39,6 +42,7 @@ pub fn build_pod<F: Framework>(
         },
         &mut template,
     )?;
+    gang::decorate_pod_template(scheduler, &name, role, &mut template);
 
     let mut pod_spec = template.spec.unwrap_or_default();
     let overrode_restart_policy = pod_spec.restart_policy.is_some();

@@ -335,7 +335,7 @@ fn reconcile_job<F: Framework>(
         return Ok(JobPhase::Active);
     }
     let counts = replicas::reconcile(framework, job, specs, observed, d)?;
-    gang_pods(observed, specs, d);
+    warn_custom_scheduler(observed, specs, d);
     if !d.status.is(JobConditionType::Failed) {
         d.status.start_time.get_or_insert_with(|| now.clone());
         let name = JobName {
@@ -375,36 +375,20 @@ fn gang_holds(observed: &Observed, job: &str) -> bool {
         .is_some_and(|kind| gang::holds_pods(scheduler, find(&observed.objects, &kind, job)))
 }
 
-/// Points new pods at the job's PodGroup.
-fn gang_pods(
+/// Kubeflow's warning when gang scheduling is on and a template names another scheduler, on a
+/// pass that creates pods.
+fn warn_custom_scheduler(
     observed: &Observed,
     specs: &std::collections::BTreeMap<String, crate::api::ReplicaSpec>,
     d: &mut Draft<'_>,
 ) {
     let scheduler = &observed.scheduling.scheduler;
-    if scheduler.pod_group_api_resource().is_none() {
-        return;
-    }
     if !d.plan.create_pods.is_empty() && gang::custom_scheduler_set(scheduler, specs) {
         d.event(
             EventType::Warning,
             gang::CUSTOM_SCHEDULER_REASON.to_owned(),
             gang::CUSTOM_SCHEDULER_MESSAGE.to_owned(),
         );
-    }
-    for pod in &mut d.plan.create_pods {
-        let role = pod
-            .labels()
-            .get(crate::labels::REPLICA_TYPE)
-            .cloned()
-            .unwrap_or_default();
-        let mut template = k8s_openapi::api::core::v1::PodTemplateSpec {
-            metadata: Some(pod.metadata.clone()),
-            spec: pod.spec.take(),
-        };
-        gang::decorate_pod_template(scheduler, &d.name, &role, &mut template);
-        pod.metadata = template.metadata.unwrap_or_default();
-        pod.spec = template.spec;
     }
 }
 
