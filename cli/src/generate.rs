@@ -93,7 +93,9 @@ pub enum GenerateError {
     #[error(
         "rustfmt is needed to format generated Rust ({0}); install it with `rustup component add rustfmt`"
     )]
-    Rustfmt(String),
+    Rustfmt(#[source] std::io::Error),
+    #[error("rustfmt rejected the generated code: {0}")]
+    RustfmtRejected(String),
 }
 
 /// The first line of a file: `@generated` for kfop's, a plain note for the user's.
@@ -224,22 +226,17 @@ fn rustfmt(code: &str) -> Result<String, GenerateError> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| GenerateError::Rustfmt(e.to_string()))?;
+        .map_err(GenerateError::Rustfmt)?;
     if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all(code.as_bytes())
-            .map_err(|e| GenerateError::Rustfmt(e.to_string()))?;
+        stdin.write_all(code.as_bytes()).map_err(GenerateError::Rustfmt)?;
     }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| GenerateError::Rustfmt(e.to_string()))?;
+    let out = child.wait_with_output().map_err(GenerateError::Rustfmt)?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
-        return Err(GenerateError::Rustfmt(format!(
-            "it rejected the generated code: {err}\n{code}"
-        )));
+        return Err(GenerateError::RustfmtRejected(format!("{err}\n{code}")));
     }
-    String::from_utf8(out.stdout).map_err(|e| GenerateError::Rustfmt(e.to_string()))
+    String::from_utf8(out.stdout)
+        .map_err(|e| GenerateError::RustfmtRejected(format!("its output is not UTF-8: {e}")))
 }
 
 /// Least privilege: only the kinds the manifest says the framework creates.

@@ -26,29 +26,27 @@ pub enum Error {
         source: crate::framework::FrameworkError,
     },
 
-    #[error("Kubernetes client configuration: {0}")]
-    Config(String),
+    #[error("Kubernetes client configuration, {action}: {source}")]
+    Config {
+        action: &'static str,
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+
+    #[error("serializing the {kind} CRD: {source}")]
+    CrdYaml {
+        kind: String,
+        source: serde_saphyr::ser::Error,
+    },
 
     #[error("metrics and health server: {0}")]
     Server(#[from] crate::server::ServerError),
 
-    #[error("leader election: {0}")]
-    LeaderElection(String),
-}
-
-impl Error {
-    /// A short stable label for the error metric.
-    pub fn metric_label(&self) -> &'static str {
-        match self {
-            Self::Plan { .. } => "plan",
-            Self::Kube { .. } => "kube",
-            Self::CrdMissing { .. } => "crd_missing",
-            Self::Prepare { .. } => "prepare",
-            Self::Config(_) => "config",
-            Self::Server(_) => "server",
-            Self::LeaderElection(_) => "leader_election",
-        }
-    }
+    #[error("leader election: {what}")]
+    LeaderElection {
+        what: &'static str,
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -59,8 +59,10 @@ pub mod __private {
 pub fn crd_yaml(
     crd: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
 ) -> Result<String> {
-    let yaml =
-        serde_saphyr::to_string(crd).map_err(|e| Error::Config(format!("serializing the CRD: {e}")))?;
+    let yaml = serde_saphyr::to_string(crd).map_err(|source| Error::CrdYaml {
+        kind: crd.spec.names.kind.clone(),
+        source,
+    })?;
     Ok(format!(
         "# @generated from the {} type by its operator's `crd` command. Do not edit.\n{yaml}",
         crd.spec.names.kind

@@ -370,13 +370,19 @@ impl Leadership {
             .with_duration(duration)
             .build()
             .await
-            .map_err(|e| Error::LeaderElection(e.to_string()))?;
+            .map_err(|e| Error::LeaderElection {
+                what: "starting the lease manager",
+                source: Some(Box::new(e)),
+            })?;
         let (mut leading, handle) = manager.watch().await;
         tracing::info!(lease = %le.lease_name, identity = %le.identity, "waiting for the leader lease");
         leading
             .wait_for(|l| *l)
             .await
-            .map_err(|e| Error::LeaderElection(e.to_string()))?;
+            .map_err(|e| Error::LeaderElection {
+                what: "waiting for the lease",
+                source: Some(Box::new(e)),
+            })?;
         tracing::info!(lease = %le.lease_name, "became leader");
         Ok(Self { leading, handle })
     }
@@ -384,11 +390,14 @@ impl Leadership {
     /// Resolves when the lease is lost.
     async fn lost(&mut self) -> Error {
         let lost = self.leading.wait_for(|l| !*l).await.is_ok();
-        Error::LeaderElection(if lost {
-            "lost the lease".into()
-        } else {
-            "lease manager stopped".into()
-        })
+        Error::LeaderElection {
+            what: if lost {
+                "lost the lease"
+            } else {
+                "the lease manager stopped"
+            },
+            source: None,
+        }
     }
 
     /// Gives the lease up so another replica takes over at once, not after it expires.

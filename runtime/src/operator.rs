@@ -113,9 +113,10 @@ pub async fn run(
     reporter: &str,
     register: impl FnOnce(Manager) -> Manager,
 ) -> Result<()> {
-    let config = kube::Config::infer()
-        .await
-        .map_err(|e| Error::Config(e.to_string()))?;
+    let config = kube::Config::infer().await.map_err(|e| Error::Config {
+        action: "inferring it from $KUBECONFIG or the cluster",
+        source: Box::new(e),
+    })?;
     let client = client::build(
         config,
         RateLimit {
@@ -123,7 +124,10 @@ pub async fn run(
             burst: args.kube_api_burst,
         },
     )
-    .map_err(|e| Error::Config(e.to_string()))?;
+    .map_err(|e| Error::Config {
+        action: "building the client",
+        source: Box::new(e),
+    })?;
     let manager = register(Manager::new(client, args.manager_config(reporter)));
     manager.run(shutdown_signal()).await
 }

@@ -30,9 +30,15 @@ fn mw(workers: i32, policy: Option<RestartPolicy>) -> TestJob {
 /// A pod of `role`/`index` as the planner would have created it, in `phase`.
 fn pod(job: &TestJob, role: &str, index: i32, phase: &str) -> Arc<Pod> {
     let specs = crate::defaults::defaulted_specs(&TestFramework::default().info, &job.spec.replica_specs);
-    let mut pod = build_pod(&TestFramework::default(), job, &specs, (role, index), &crate::gang::GangScheduler::None)
-        .unwrap()
-        .pod;
+    let mut pod = build_pod(
+        &TestFramework::default(),
+        job,
+        &specs,
+        (role, index),
+        &crate::gang::GangScheduler::None,
+    )
+    .unwrap()
+    .pod;
     pod.metadata.uid = Some(format!("uid-{role}-{index}"));
     pod.status = Some(serde_json::from_value(json!({ "phase": phase })).unwrap());
     Arc::new(pod)

@@ -302,7 +302,15 @@ const CASES: [Case; 19] = [
 
 fn tf_pod(job: &TestJob, framework: &Tf, role: &str, index: i32, phase: &str, exit: Option<i32>) -> Arc<Pod> {
     let specs = crate::defaults::defaulted_specs(framework.info(), &job.spec.replica_specs);
-    let mut pod = build_pod(framework, job, &specs, (role, index), &crate::gang::GangScheduler::None).unwrap().pod;
+    let mut pod = build_pod(
+        framework,
+        job,
+        &specs,
+        (role, index),
+        &crate::gang::GangScheduler::None,
+    )
+    .unwrap()
+    .pod;
     pod.metadata.uid = Some(format!("uid-{role}-{index}"));
     let mut status = json!({ "phase": phase });
     if let Some(code) = exit {
