@@ -34,11 +34,7 @@ fn add_default_port(info: &FrameworkInfo, spec: &mut ReplicaSpec) {
     let Some(pod) = spec.template.spec.as_mut() else {
         return;
     };
-    let index = pod
-        .containers
-        .iter()
-        .position(|c| c.name == info.default_container)
-        .unwrap_or(0);
+    let index = info.default_container_index(pod.containers.iter().map(|c| c.name.as_str()));
     let Some(container) = pod.containers.get_mut(index) else {
         return;
     };
@@ -238,11 +234,7 @@ mod tests {
                         continue;
                     };
                     prop_assert_eq!(before.containers.len(), after.containers.len());
-                    let default = before
-                        .containers
-                        .iter()
-                        .position(|c| c.name == info.default_container)
-                        .unwrap_or(0);
+                    let default = info.default_container_index(before.containers.iter().map(|c| c.name.as_str()));
                     for (i, (b, a)) in before.containers.iter().zip(&after.containers).enumerate() {
                         if i != default {
                             prop_assert_eq!(b, a);

@@ -244,10 +244,10 @@ impl EnvContext<'_> {
             .as_ref()
             .map(|s| s.containers.as_slice())
             .unwrap_or_default();
-        let container = containers
-            .iter()
-            .find(|c| c.name == self.info.default_container)
-            .or(containers.first());
+        let container = containers.get(
+            self.info
+                .default_container_index(containers.iter().map(|c| c.name.as_str())),
+        );
         Ok(container
             .and_then(|c| c.ports.as_ref())
             .and_then(|ports| {
@@ -331,11 +331,9 @@ pub fn inject(
     let Some(pod) = template.spec.as_mut() else {
         return Ok(());
     };
-    let default = pod
-        .containers
-        .iter()
-        .position(|c| c.name == ctx.info.default_container)
-        .unwrap_or(0);
+    let default = ctx
+        .info
+        .default_container_index(pod.containers.iter().map(|c| c.name.as_str()));
     for (i, container) in pod.containers.iter_mut().enumerate() {
         let env = container.env.get_or_insert_with(Vec::new);
         for (var, all) in &vars {

@@ -52,7 +52,18 @@ pub struct FrameworkInfo {
     pub roles: Vec<Role>,
 }
 
+/// The index of the container named `default`, else 0 (the first): how Kubeflow picks the
+/// container that gets the port and environment, and whose exit code counts.
+pub fn default_or_first<'a>(default: &str, names: impl IntoIterator<Item = &'a str>) -> usize {
+    names.into_iter().position(|n| n == default).unwrap_or(0)
+}
+
 impl FrameworkInfo {
+    /// [`default_or_first`] with this framework's default container.
+    pub fn default_container_index<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> usize {
+        default_or_first(&self.default_container, names)
+    }
+
     pub fn role(&self, name: &str) -> Option<&Role> {
         self.roles.iter().find(|r| r.name.eq_ignore_ascii_case(name))
     }

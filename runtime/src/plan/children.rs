@@ -91,10 +91,7 @@ pub fn build_service<J: TrainingJob>(
         .unwrap_or_default();
     // Kubeflow requires a container named after the framework; falling back to the first
     // container keeps services working for templates that name theirs differently.
-    let container = containers
-        .iter()
-        .find(|c| c.name == info.default_container)
-        .or(containers.first());
+    let container = containers.get(info.default_container_index(containers.iter().map(|c| c.name.as_str())));
     let mut ports: Vec<ServicePort> = container
         .and_then(|c| c.ports.as_ref())
         .into_iter()

@@ -9,6 +9,7 @@ use super::children::{build_pod, build_service};
 use super::{ChildRef, Draft, EventType, JobMetric, PlanError, is_active, phase, reason};
 use crate::api::{ConditionStatus, JobConditionType, ReplicaSpec, ReplicaStatus, RestartPolicy};
 use crate::framework::{Framework, RoleCounts};
+use crate::info::default_or_first;
 use crate::labels::{self, REPLICA_INDEX, REPLICA_TYPE};
 
 /// Pods whose replica-type label is `role` (compared lower-case, as Kubeflow labels them).
@@ -173,10 +174,10 @@ fn on_failed_pod(
 /// The exit code of the default container (else the first) if it terminated.
 fn exit_code(pod: &Pod, default_container: &str) -> Option<i32> {
     let statuses = pod.status.as_ref()?.container_statuses.as_ref()?;
-    let status = statuses
-        .iter()
-        .find(|s| s.name == default_container)
-        .or(statuses.first())?;
+    let status = statuses.get(default_or_first(
+        default_container,
+        statuses.iter().map(|s| s.name.as_str()),
+    ))?;
     Some(status.state.as_ref()?.terminated.as_ref()?.exit_code)
 }
 
