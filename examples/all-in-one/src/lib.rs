@@ -12,19 +12,10 @@ pub mod schemes;
 use schemes::Scheme;
 
 /// Registers the controllers of the enabled kinds.
-pub fn register(mut manager: Manager, enabled: &BTreeSet<Scheme>) -> Manager {
-    for scheme in enabled {
-        manager = match scheme {
-            Scheme::TfJob => manager.register(tensorflow_operator::Tensorflow),
-            Scheme::PyTorchJob => manager.register(pytorch_operator::Pytorch),
-            Scheme::XgBoostJob => manager.register(xgboost_operator::Xgboost),
-            Scheme::PaddleJob => manager.register(paddle_operator::Paddle),
-            Scheme::JaxJob => manager.register(jax_operator::Jax),
-            Scheme::MxJob => manager.register(mxnet_operator::Mxnet),
-            Scheme::MpiJob => manager.register(mpi_operator::Mpi),
-        };
-    }
-    manager
+pub fn register(manager: Manager, enabled: &BTreeSet<Scheme>) -> Manager {
+    enabled
+        .iter()
+        .fold(manager, |manager, scheme| scheme.register(manager))
 }
 
 /// A command's output proper, to stdout (logs go to stderr).

@@ -1,35 +1,66 @@
 //! `--enable-scheme`: which job kinds the operator runs (Kubeflow's flag, case-insensitive).
 use std::collections::BTreeSet;
 
-/// The bundled job kinds, by the lower-case name `--enable-scheme` takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Scheme {
-    TfJob,
-    PyTorchJob,
-    XgBoostJob,
-    PaddleJob,
-    JaxJob,
-    MxJob,
-    MpiJob,
+use kfop_runtime::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kfop_runtime::kube::CustomResourceExt;
+use kfop_runtime::manager::Manager;
+
+/// The one list of bundled kinds: variant, `--enable-scheme` name, framework, job type.
+macro_rules! bundled_kinds {
+    ($($variant:ident = $flag:literal: $framework:expr, $job:ty;)*) => {
+        /// The bundled job kinds, by the lower-case name `--enable-scheme` takes.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+        pub enum Scheme {
+            $($variant,)*
+        }
+
+        impl Scheme {
+            pub const ALL: [(&'static str, Self); [$($flag),*].len()] = [$(($flag, Self::$variant),)*];
+
+            /// Registers this kind's controller.
+            pub fn register(self, manager: Manager) -> Manager {
+                match self {
+                    $(Self::$variant => manager.register($framework),)*
+                }
+            }
+
+            /// This kind's CRD.
+            pub fn crd(self) -> CustomResourceDefinition {
+                match self {
+                    $(Self::$variant => <$job>::crd(),)*
+                }
+            }
+        }
+    };
 }
 
-impl Scheme {
-    pub const ALL: [(&'static str, Self); 7] = [
-        ("tfjob", Self::TfJob),
-        ("pytorchjob", Self::PyTorchJob),
-        ("xgboostjob", Self::XgBoostJob),
-        ("paddlejob", Self::PaddleJob),
-        ("jaxjob", Self::JaxJob),
-        ("mxjob", Self::MxJob),
-        ("mpijob", Self::MpiJob),
-    ];
+bundled_kinds! {
+    TfJob = "tfjob": tensorflow_operator::Tensorflow, tensorflow_operator::TFJob;
+    PyTorchJob = "pytorchjob": pytorch_operator::Pytorch, pytorch_operator::PyTorchJob;
+    XgBoostJob = "xgboostjob": xgboost_operator::Xgboost, xgboost_operator::XGBoostJob;
+    PaddleJob = "paddlejob": paddle_operator::Paddle, paddle_operator::PaddleJob;
+    JaxJob = "jaxjob": jax_operator::Jax, jax_operator::JAXJob;
+    MxJob = "mxjob": mxnet_operator::Mxnet, mxnet_operator::MXJob;
+    MpiJob = "mpijob": mpi_operator::Mpi, mpi_operator::MPIJob;
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "--enable-scheme: unknown kind `{0}`; use any of tfjob, pytorchjob, xgboostjob, paddlejob, jaxjob, mxjob, mpijob"
-)]
+/// An `--enable-scheme` value that names no bundled kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownScheme(pub String);
+
+impl std::fmt::Display for UnknownScheme {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = Scheme::ALL.iter().map(|(name, _)| *name).collect();
+        write!(
+            f,
+            "--enable-scheme: unknown kind `{}`; use any of {}",
+            self.0,
+            names.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownScheme {}
 
 /// The kinds to run: every one when the flag is absent, else those named (any letter case,
 /// repeated or comma-separated).
