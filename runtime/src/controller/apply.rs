@@ -16,129 +16,46 @@ use crate::plan::{ChildRef, DesiredObject, EventType, JobEvent, JobMetric, Objec
 pub async fn apply<F: Framework>(ctx: &Context<F>, job: &F::Job, plan: Plan) -> Result<()> {
     let ns = job.namespace().unwrap_or_default();
     let uid = job.uid().unwrap_or_default();
-    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
-    let services: Api<Service> = Api::namespaced(ctx.client.clone(), &ns);
     let mut first_error: Option<Error> = None;
     let mut events: Vec<JobEvent> = Vec::new();
 
-    let deletes: Vec<_> = plan
-        .delete_pods
-        .iter()
-        .map(|c| (c.clone(), POD))
-        .chain(plan.delete_services.iter().map(|c| (c.clone(), SERVICE)))
-        .map(|(child, kind): (ChildRef, &'static str)| {
-            let (pods, services) = (pods.clone(), services.clone());
-            async move {
-                let result = match kind {
-                    POD => delete(&pods, &child).await,
-                    _ => delete(&services, &child).await,
-                };
-                (child, kind, result)
+    // Deletes before creates (a replacement pod reuses the name of the one it replaces), then
+    // owned objects; each phase runs in parallel.
+    let phases: [Vec<Change<'_>>; 3] = [
+        plan.delete_pods
+            .iter()
+            .map(Change::DeletePod)
+            .chain(plan.delete_services.iter().map(Change::DeleteService))
+            .collect(),
+        plan.create_pods
+            .iter()
+            .map(Change::CreatePod)
+            .chain(plan.create_services.iter().map(Change::CreateService))
+            .collect(),
+        plan.delete_objects
+            .iter()
+            .map(Change::DeleteObject)
+            .chain(plan.create_objects.iter().map(Change::CreateObject))
+            .chain(plan.patch_objects.iter().map(Change::PatchObject))
+            .collect(),
+    ];
+    for phase in phases {
+        // Collected first: a lazy `map` over the changes would make the reconcile future's
+        // `Send` proof generic over their lifetime, which rustc cannot show.
+        let runs: Vec<_> = phase.into_iter().map(|change| change.run(ctx, &ns)).collect();
+        let outcomes: Vec<Outcome> = stream::iter(runs)
+            .buffer_unordered(ctx.config.parallelism)
+            .collect()
+            .await;
+        for outcome in outcomes {
+            events.extend(outcome.events);
+            if let Some(child_uid) = outcome.deleted {
+                ctx.deleted.insert(&uid, child_uid);
             }
-        })
-        .collect();
-    let results: Vec<_> = stream::iter(deletes)
-        .buffer_unordered(ctx.config.parallelism)
-        .collect()
-        .await;
-    for (child, kind, result) in results {
-        let (ok, failed) = if kind == POD {
-            ("SuccessfulDeletePod", "FailedDeletePod")
-        } else {
-            ("SuccessfulDeleteService", "FailedDeleteService")
-        };
-        match result {
-            Ok(deleted) => {
-                if let Some(child_uid) = &child.uid {
-                    ctx.deleted.insert(&uid, child_uid.clone());
-                }
-                if deleted {
-                    events.push(child_event(
-                        EventType::Normal,
-                        ok,
-                        format!("Deleted {kind}: {}", child.name),
-                        related(kind, &child.name, &ns),
-                    ));
-                }
-            }
-            Err(source) => {
-                events.push(child_event(
-                    EventType::Warning,
-                    failed,
-                    format!("Error deleting: {source}"),
-                    related(kind, &child.name, &ns),
-                ));
-                first_error.get_or_insert(Error::Kube {
-                    action: "deleting",
-                    kind,
-                    name: child.name.clone(),
-                    source,
-                });
+            if let Some(error) = outcome.error {
+                first_error.get_or_insert(error);
             }
         }
-    }
-
-    let creates: Vec<_> = plan
-        .create_pods
-        .iter()
-        .map(|p| Child::Pod(Box::new(p.clone())))
-        .chain(
-            plan.create_services
-                .iter()
-                .map(|s| Child::Service(Box::new(s.clone()))),
-        )
-        .map(|child| {
-            let (pods, services) = (pods.clone(), services.clone());
-            async move {
-                let result = match &child {
-                    Child::Pod(pod) => create(&pods, pod).await,
-                    Child::Service(svc) => create(&services, svc).await,
-                };
-                (child, result)
-            }
-        })
-        .collect();
-    let results: Vec<_> = stream::iter(creates)
-        .buffer_unordered(ctx.config.parallelism)
-        .collect()
-        .await;
-    for (child, result) in results {
-        let (kind, name, ok, failed) = match &child {
-            Child::Pod(p) => ("pod", p.name_any(), "SuccessfulCreatePod", "FailedCreatePod"),
-            Child::Service(s) => (
-                "service",
-                s.name_any(),
-                "SuccessfulCreateService",
-                "FailedCreateService",
-            ),
-        };
-        match result {
-            Ok(true) => events.push(child_event(
-                EventType::Normal,
-                ok,
-                format!("Created {kind}: {name}"),
-                related(kind, &name, &ns),
-            )),
-            Ok(false) => {}
-            Err(source) => {
-                events.push(child_event(
-                    EventType::Warning,
-                    failed,
-                    format!("Error creating: {source}"),
-                    related(kind, &name, &ns),
-                ));
-                first_error.get_or_insert(Error::Kube {
-                    action: "creating",
-                    kind,
-                    name,
-                    source,
-                });
-            }
-        }
-    }
-
-    if let Err(e) = apply_objects(ctx, &ns, &uid, &plan, &mut events).await {
-        first_error.get_or_insert(e);
     }
 
     let mut status_stored = true;
@@ -213,144 +130,226 @@ pub async fn apply<F: Framework>(ctx: &Context<F>, job: &F::Job, plan: Plan) -> 
     first_error.map_or(Ok(()), Err)
 }
 
-/// Deletes, creates (after [`Framework::prepare_object`]) and patches owned objects, in
-/// parallel; returns the first error after trying everything. A PodGroup's deletion is
-/// announced as Kubeflow does (`JobTerminated`, then `SuccessfulDeletePodGroup` or
-/// `FailedDeletePodGroup`); other owned objects come and go without events.
-async fn apply_objects<F: Framework>(
-    ctx: &Context<F>,
-    ns: &str,
-    job_uid: &str,
-    plan: &Plan,
-    events: &mut Vec<JobEvent>,
-) -> Result<()> {
-    let api = |resource: &kube::api::ApiResource| -> Api<DynamicObject> {
-        Api::namespaced_with(ctx.client.clone(), ns, resource)
-    };
-    type Op<'a> = futures::future::BoxFuture<'a, Result<Option<String>>>;
-    let mut ops: Vec<Op<'_>> = Vec::new();
-    let mut pod_groups = Vec::new();
-    for ObjectRef { resource, child } in &plan.delete_objects {
-        let api = api(resource);
-        if resource.kind == POD_GROUP {
-            pod_groups.push((api.clone(), child));
-            continue;
-        }
-        ops.push(Box::pin(async move {
-            delete(&api, child)
-                .await
-                .map(|_| child.uid.clone())
-                .map_err(|source| Error::Kube {
-                    action: "deleting",
-                    kind: "owned object",
-                    name: format!("{}/{}", resource.kind, child.name),
-                    source,
-                })
-        }));
-    }
-    let mut first_error = None;
-    for (api, child) in pod_groups {
-        events.push(child_event(
-            EventType::Normal,
-            "JobTerminated",
-            "Job has been terminated. Deleting PodGroup".to_owned(),
-            None,
-        ));
-        match delete(&api, child).await {
-            Ok(_) => {
-                if let Some(uid) = &child.uid {
-                    ctx.deleted.insert(job_uid, uid.clone());
-                }
-                events.push(child_event(
-                    EventType::Normal,
-                    "SuccessfulDeletePodGroup",
-                    format!("Deleted PodGroup: {}", child.name),
-                    None,
-                ));
-            }
-            Err(source) => {
-                events.push(child_event(
-                    EventType::Warning,
-                    "FailedDeletePodGroup",
-                    format!("Error deleting: {source}"),
-                    None,
-                ));
-                first_error.get_or_insert(Error::Kube {
-                    action: "deleting",
-                    kind: "owned object",
-                    name: format!("{POD_GROUP}/{}", child.name),
-                    source,
-                });
-            }
-        }
-    }
-    for DesiredObject { resource, object, .. } in &plan.create_objects {
-        let api = api(resource);
-        ops.push(Box::pin(async move {
-            let mut object = object.clone();
-            object.metadata.namespace = Some(ns.to_owned());
-            ctx.framework
-                .prepare_object(&mut object)
-                .map_err(|source| Error::Prepare {
-                    object: format!("{}/{}", resource.kind, object.name_any()),
-                    source,
-                })?;
-            create(&api, &object)
-                .await
-                .map(|_| None)
-                .map_err(|source| Error::Kube {
-                    action: "creating",
-                    kind: "owned object",
-                    name: format!("{}/{}", resource.kind, object.name_any()),
-                    source,
-                })
-        }));
-    }
-    for DesiredObject { resource, object, .. } in &plan.patch_objects {
-        let api = api(resource);
-        ops.push(Box::pin(async move {
-            let name = object.name_any();
-            api.patch(
-                &name,
-                &PatchParams::default(),
-                &Patch::Merge(&merge_patch(object)),
-            )
-            .await
-            .map(|_| None)
-            .map_err(|source| Error::Kube {
-                action: "patching",
-                kind: "owned object",
-                name: format!("{}/{name}", resource.kind),
-                source,
-            })
-        }));
-    }
-    // Deletes, creates and patches touch distinct objects, so they may run together.
-    let results: Vec<Result<Option<String>>> = stream::iter(ops)
-        .buffer_unordered(ctx.config.parallelism)
-        .collect()
-        .await;
-    for result in results {
-        match result {
-            Ok(Some(deleted_uid)) => ctx.deleted.insert(job_uid, deleted_uid),
-            Ok(None) => {}
-            Err(e) => {
-                tracing::warn!(error = %e, "owned object not reconciled");
-                first_error.get_or_insert(e);
-            }
-        }
-    }
-    first_error.map_or(Ok(()), Err)
+/// One write of a plan.
+#[derive(Clone, Copy)]
+enum Change<'p> {
+    DeletePod(&'p ChildRef),
+    DeleteService(&'p ChildRef),
+    CreatePod(&'p Pod),
+    CreateService(&'p Service),
+    DeleteObject(&'p ObjectRef),
+    CreateObject(&'p DesiredObject),
+    PatchObject(&'p DesiredObject),
 }
 
-const POD: &str = "pod";
+/// What one change did: its events, the UID of a child it deleted (or found gone), its error.
+#[derive(Default)]
+struct Outcome {
+    events: Vec<JobEvent>,
+    deleted: Option<String>,
+    error: Option<Error>,
+}
+
+impl Outcome {
+    fn failed(error: Error) -> Self {
+        Self {
+            error: Some(error),
+            ..Self::default()
+        }
+    }
+}
+
 /// The kind of Volcano's and scheduler-plugins' PodGroups alike.
 const POD_GROUP: &str = "PodGroup";
-const SERVICE: &str = "service";
 
-enum Child {
-    Pod(Box<Pod>),
-    Service(Box<Service>),
+impl Change<'_> {
+    /// Carries the change out. Pods and services announce each create and delete (Kubeflow's
+    /// `SuccessfulCreatePod` and friends); a PodGroup's deletion is announced as Kubeflow does
+    /// (`JobTerminated`, then `SuccessfulDeletePodGroup` or `FailedDeletePodGroup`); other owned
+    /// objects come and go without events.
+    async fn run<F: Framework>(self, ctx: &Context<F>, ns: &str) -> Outcome {
+        let client = ctx.client.clone();
+        match self {
+            Self::DeletePod(child) => {
+                delete_child(&Api::<Pod>::namespaced(client, ns), child, "pod", ns).await
+            }
+            Self::DeleteService(child) => {
+                delete_child(&Api::<Service>::namespaced(client, ns), child, "service", ns).await
+            }
+            Self::CreatePod(pod) => create_child(&Api::namespaced(client, ns), pod, "pod", ns).await,
+            Self::CreateService(service) => {
+                create_child(&Api::namespaced(client, ns), service, "service", ns).await
+            }
+            Self::DeleteObject(ObjectRef { resource, child }) => {
+                let api: Api<DynamicObject> = Api::namespaced_with(client, ns, resource);
+                let result = delete(&api, child).await;
+                let name = format!("{}/{}", resource.kind, child.name);
+                let mut events = Vec::new();
+                if resource.kind == POD_GROUP {
+                    events.push(child_event(
+                        EventType::Normal,
+                        "JobTerminated",
+                        "Job has been terminated. Deleting PodGroup".to_owned(),
+                        None,
+                    ));
+                    events.push(match &result {
+                        Ok(_) => child_event(
+                            EventType::Normal,
+                            "SuccessfulDeletePodGroup",
+                            format!("Deleted PodGroup: {}", child.name),
+                            None,
+                        ),
+                        Err(source) => child_event(
+                            EventType::Warning,
+                            "FailedDeletePodGroup",
+                            format!("Error deleting: {source}"),
+                            None,
+                        ),
+                    });
+                }
+                match result {
+                    Ok(_) => Outcome {
+                        events,
+                        deleted: child.uid.clone(),
+                        error: None,
+                    },
+                    Err(source) => Outcome {
+                        events,
+                        ..object_failed(Error::Kube {
+                            action: "deleting",
+                            kind: "owned object",
+                            name,
+                            source,
+                        })
+                    },
+                }
+            }
+            Self::CreateObject(DesiredObject { resource, object, .. }) => {
+                let api: Api<DynamicObject> = Api::namespaced_with(client, ns, resource);
+                let mut object = object.clone();
+                object.metadata.namespace = Some(ns.to_owned());
+                let name = format!("{}/{}", resource.kind, object.name_any());
+                if let Err(source) = ctx.framework.prepare_object(&mut object) {
+                    return object_failed(Error::Prepare { object: name, source });
+                }
+                match create(&api, &object).await {
+                    Ok(_) => Outcome::default(),
+                    Err(source) => object_failed(Error::Kube {
+                        action: "creating",
+                        kind: "owned object",
+                        name,
+                        source,
+                    }),
+                }
+            }
+            Self::PatchObject(DesiredObject { resource, object, .. }) => {
+                let api: Api<DynamicObject> = Api::namespaced_with(client, ns, resource);
+                let name = object.name_any();
+                let patch = Patch::Merge(merge_patch(object));
+                match api.patch(&name, &PatchParams::default(), &patch).await {
+                    Ok(_) => Outcome::default(),
+                    Err(source) => object_failed(Error::Kube {
+                        action: "patching",
+                        kind: "owned object",
+                        name: format!("{}/{name}", resource.kind),
+                        source,
+                    }),
+                }
+            }
+        }
+    }
+}
+
+/// An owned object's failure, logged: it has no event of its own.
+fn object_failed(error: Error) -> Outcome {
+    tracing::warn!(error = %error, "owned object not reconciled");
+    Outcome::failed(error)
+}
+
+/// Deletes a pod or service, announcing it (`SuccessfulDeletePod`, `FailedDeleteService`, ...).
+async fn delete_child<K>(api: &Api<K>, child: &ChildRef, kind: &'static str, ns: &str) -> Outcome
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let noun = capitalized(kind);
+    match delete(api, child).await {
+        Ok(deleted) => Outcome {
+            events: deleted
+                .then(|| {
+                    child_event(
+                        EventType::Normal,
+                        &format!("SuccessfulDelete{noun}"),
+                        format!("Deleted {kind}: {}", child.name),
+                        related(kind, &child.name, ns),
+                    )
+                })
+                .into_iter()
+                .collect(),
+            deleted: child.uid.clone(),
+            error: None,
+        },
+        Err(source) => Outcome {
+            events: vec![child_event(
+                EventType::Warning,
+                &format!("FailedDelete{noun}"),
+                format!("Error deleting: {source}"),
+                related(kind, &child.name, ns),
+            )],
+            ..Outcome::failed(Error::Kube {
+                action: "deleting",
+                kind,
+                name: child.name.clone(),
+                source,
+            })
+        },
+    }
+}
+
+/// Creates a pod or service, announcing it (`SuccessfulCreatePod`, `FailedCreateService`, ...).
+async fn create_child<K>(api: &Api<K>, object: &K, kind: &'static str, ns: &str) -> Outcome
+where
+    K: Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let (noun, name) = (capitalized(kind), object.name_any());
+    match create(api, object).await {
+        Ok(created) => Outcome {
+            events: created
+                .then(|| {
+                    child_event(
+                        EventType::Normal,
+                        &format!("SuccessfulCreate{noun}"),
+                        format!("Created {kind}: {name}"),
+                        related(kind, &name, ns),
+                    )
+                })
+                .into_iter()
+                .collect(),
+            ..Outcome::default()
+        },
+        Err(source) => Outcome {
+            events: vec![child_event(
+                EventType::Warning,
+                &format!("FailedCreate{noun}"),
+                format!("Error creating: {source}"),
+                related(kind, &name, ns),
+            )],
+            ..Outcome::failed(Error::Kube {
+                action: "creating",
+                kind,
+                name,
+                source,
+            })
+        },
+    }
+}
+
+/// `pod` -> `Pod`, as Kubeflow's event reasons and object references spell the kind.
+fn capitalized(kind: &str) -> String {
+    let mut chars = kind.chars();
+    chars
+        .next()
+        .map(|c| c.to_ascii_uppercase().to_string() + chars.as_str())
+        .unwrap_or_default()
 }
 
 fn child_event(
@@ -371,7 +370,7 @@ fn child_event(
 fn related(kind: &str, name: &str, namespace: &str) -> Option<ObjectReference> {
     Some(ObjectReference {
         api_version: Some("v1".to_owned()),
-        kind: Some(if kind == POD { "Pod" } else { "Service" }.to_owned()),
+        kind: Some(capitalized(kind)),
         name: Some(name.to_owned()),
         namespace: Some(namespace.to_owned()),
         ..ObjectReference::default()
