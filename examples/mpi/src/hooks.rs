@@ -28,12 +28,42 @@ pub fn ssh_secret_name(job: &str) -> String {
 }
 
 impl Hooks for Mpi {
+    /// A worker pod as mpi-operator's `newWorker` shapes it: hostname and subdomain behind the job's
+    /// headless Service, the service's DNS search domain, sshd as the default command, the role
+    /// variable and the SSH key pair.
     fn decorate_pod(
         &self,
         ctx: &PodContext<'_, MPIJob>,
         template: &mut PodTemplateSpec,
     ) -> Result<(), FrameworkError> {
-        decorate_worker(ctx, template)
+        if ctx.role != "Worker" {
+            return Ok(());
+        }
+        let job = ctx.job.name_any();
+        let namespace = ctx.job.namespace().unwrap_or_default();
+        template
+            .metadata
+            .get_or_insert_with(Default::default)
+            .labels
+            .get_or_insert_with(BTreeMap::new)
+            .insert(JOB_ROLE.to_owned(), "worker".to_owned());
+        let spec = template.spec.get_or_insert_with(PodSpec::default);
+        set_host(spec, child_name(&job, "Worker", ctx.index), &job);
+        // mpi-operator writes the cluster domain literally here.
+        let search = format!("{job}.{namespace}.svc.cluster.local");
+        spec.dns_config
+            .get_or_insert_with(PodDNSConfig::default)
+            .searches
+            .get_or_insert_with(Vec::new)
+            .push(search);
+        let container = first_container(spec)?;
+        if container.command.as_ref().is_none_or(Vec::is_empty)
+            && container.args.as_ref().is_none_or(Vec::is_empty)
+        {
+            container.command = Some(WORKER_COMMAND.iter().map(|s| (*s).to_owned()).collect());
+        }
+        append_env(container, &[(ROLE_ENV, "worker")]);
+        mount_ssh(spec, &job, ctx.job.spec.extra.ssh_path())
     }
 
     /// The launcher batch Job decides (mpi-operator's `updateMPIJobStatus`).
@@ -41,16 +71,18 @@ impl Hooks for Mpi {
         status::update_status(job, update);
     }
 
+    /// The launcher runs in its batch Job; the engine runs only the workers.
     fn creates_pods(&self, role: &str) -> bool {
-        objects::creates_pods(role)
+        role != "Launcher"
     }
 
+    /// One Service for the whole job instead of one per replica.
     fn creates_services(&self) -> bool {
-        objects::creates_services()
+        false
     }
 
     fn owned_kinds(&self) -> Vec<ApiResource> {
-        objects::owned_kinds()
+        objects::kinds().into()
     }
 
     fn desired_objects(&self, ctx: &JobContext<'_, MPIJob>) -> Result<Vec<DesiredObject>, FrameworkError> {
@@ -60,43 +92,6 @@ impl Hooks for Mpi {
     fn prepare_object(&self, object: &mut DynamicObject) -> Result<(), FrameworkError> {
         objects::prepare_object(object)
     }
-}
-
-/// A worker pod as mpi-operator's `newWorker` shapes it: hostname and subdomain behind the job's
-/// headless Service, the service's DNS search domain, sshd as the default command, the role
-/// variable and the SSH key pair.
-fn decorate_worker(
-    ctx: &PodContext<'_, MPIJob>,
-    template: &mut PodTemplateSpec,
-) -> Result<(), FrameworkError> {
-    if ctx.role != "Worker" {
-        return Ok(());
-    }
-    let job = ctx.job.name_any();
-    let namespace = ctx.job.namespace().unwrap_or_default();
-    template
-        .metadata
-        .get_or_insert_with(Default::default)
-        .labels
-        .get_or_insert_with(BTreeMap::new)
-        .insert(JOB_ROLE.to_owned(), "worker".to_owned());
-    let spec = template.spec.get_or_insert_with(PodSpec::default);
-    set_host(spec, child_name(&job, "Worker", ctx.index), &job);
-    // mpi-operator writes the cluster domain literally here.
-    let search = format!("{job}.{namespace}.svc.cluster.local");
-    spec.dns_config
-        .get_or_insert_with(PodDNSConfig::default)
-        .searches
-        .get_or_insert_with(Vec::new)
-        .push(search);
-    let container = first_container(spec)?;
-    if container.command.as_ref().is_none_or(Vec::is_empty)
-        && container.args.as_ref().is_none_or(Vec::is_empty)
-    {
-        container.command = Some(WORKER_COMMAND.iter().map(|s| (*s).to_owned()).collect());
-    }
-    append_env(container, &[(ROLE_ENV, "worker")]);
-    mount_ssh(spec, &job, ctx.job.spec.extra.ssh_path())
 }
 
 /// Hostname and subdomain so the pod resolves as `<hostname>.<job>.<ns>.svc`.

@@ -28,20 +28,6 @@ use crate::status::{Launcher, launcher_name, launcher_state};
 
 const SSH_AUTH_TYPE: &str = "kubernetes.io/ssh-auth";
 
-/// The launcher runs in its batch Job; the engine runs only the workers.
-pub fn creates_pods(role: &str) -> bool {
-    role != "Launcher"
-}
-
-/// One Service for the whole job instead of one per replica.
-pub fn creates_services() -> bool {
-    false
-}
-
-pub fn owned_kinds() -> Vec<ApiResource> {
-    kinds().into()
-}
-
 pub fn desired_objects(ctx: &JobContext<'_, MPIJob>) -> Result<Vec<DesiredObject>, FrameworkError> {
     let job = ctx.job;
     let (name, namespace) = (job.name_any(), job.namespace().unwrap_or_default());
@@ -156,7 +142,9 @@ pub fn desired_objects(ctx: &JobContext<'_, MPIJob>) -> Result<Vec<DesiredObject
     Ok(objects)
 }
 
-fn kinds() -> [ApiResource; 4] {
+/// The kinds an MPIJob owns: its one Service, the hostfile ConfigMap, the SSH Secret and the
+/// launcher batch Job.
+pub fn kinds() -> [ApiResource; 4] {
     [
         ApiResource::erase::<Service>(&()),
         ApiResource::erase::<ConfigMap>(&()),

@@ -57,51 +57,47 @@ pub fn mx_config(ctx: &EnvContext<'_>) -> Result<String, String> {
     ))
 }
 
-fn decorate_pod(ctx: &PodContext<'_, MXJob>, template: &mut PodTemplateSpec) -> Result<(), FrameworkError> {
-    let name = ctx.job.name_any();
-    let info = <MXJob as TrainingJob>::framework_info();
-    let (config, scheduler_port) = ctx.with_env(info, |env| (mx_config(env), env.port("Scheduler")));
-    let config = config.map_err(FrameworkError::new)?;
-    let replicas = |role: &str| ctx.specs.get(role).map_or(0, ReplicaSpec::replicas);
-    let (root_uri, root_port) = match ctx.specs.get("Scheduler").filter(|s| s.replicas() > 0) {
-        Some(_) => (
-            child_name(&name, "Scheduler", 0),
-            scheduler_port.map_err(|e| FrameworkError::with_source("the Scheduler port", e))?,
-        ),
-        None => (String::new(), 0),
-    };
-    let mut vars = vec![
-        ("MX_CONFIG", config),
-        ("DMLC_PS_ROOT_PORT", root_port.to_string()),
-        ("DMLC_PS_ROOT_URI", root_uri),
-        ("DMLC_NUM_SERVER", replicas("Server").to_string()),
-        ("DMLC_NUM_WORKER", replicas("Worker").to_string()),
-        ("DMLC_ROLE", ctx.role.to_lowercase()),
-        ("DMLC_USE_KUBERNETES", "1".to_owned()),
-    ];
-    if ctx.role == "Worker" {
-        vars.push(("DMLC_WORKER_ID", ctx.index.to_string()));
-    }
-    let Some(pod) = template.spec.as_mut() else {
-        return Ok(());
-    };
-    for container in &mut pod.containers {
-        let list = container.env.get_or_insert_with(Vec::new);
-        list.extend(vars.iter().map(|(k, v)| EnvVar {
-            name: (*k).to_owned(),
-            value: Some(v.clone()),
-            value_from: None,
-        }));
-    }
-    Ok(())
-}
-
 impl Hooks for Mxnet {
     fn decorate_pod(
         &self,
         ctx: &PodContext<'_, MXJob>,
         template: &mut PodTemplateSpec,
     ) -> Result<(), FrameworkError> {
-        decorate_pod(ctx, template)
+        let name = ctx.job.name_any();
+        let info = <MXJob as TrainingJob>::framework_info();
+        let (config, scheduler_port) = ctx.with_env(info, |env| (mx_config(env), env.port("Scheduler")));
+        let config = config.map_err(FrameworkError::new)?;
+        let replicas = |role: &str| ctx.specs.get(role).map_or(0, ReplicaSpec::replicas);
+        let (root_uri, root_port) = match ctx.specs.get("Scheduler").filter(|s| s.replicas() > 0) {
+            Some(_) => (
+                child_name(&name, "Scheduler", 0),
+                scheduler_port.map_err(|e| FrameworkError::with_source("the Scheduler port", e))?,
+            ),
+            None => (String::new(), 0),
+        };
+        let mut vars = vec![
+            ("MX_CONFIG", config),
+            ("DMLC_PS_ROOT_PORT", root_port.to_string()),
+            ("DMLC_PS_ROOT_URI", root_uri),
+            ("DMLC_NUM_SERVER", replicas("Server").to_string()),
+            ("DMLC_NUM_WORKER", replicas("Worker").to_string()),
+            ("DMLC_ROLE", ctx.role.to_lowercase()),
+            ("DMLC_USE_KUBERNETES", "1".to_owned()),
+        ];
+        if ctx.role == "Worker" {
+            vars.push(("DMLC_WORKER_ID", ctx.index.to_string()));
+        }
+        let Some(pod) = template.spec.as_mut() else {
+            return Ok(());
+        };
+        for container in &mut pod.containers {
+            let list = container.env.get_or_insert_with(Vec::new);
+            list.extend(vars.iter().map(|(k, v)| EnvVar {
+                name: (*k).to_owned(),
+                value: Some(v.clone()),
+                value_from: None,
+            }));
+        }
+        Ok(())
     }
 }

@@ -17,15 +17,6 @@ use crate::{Pytorch, elastic};
 const INIT_IMAGE: &str = "alpine:3.10";
 const INIT_MAX_TRIES: u32 = 100;
 
-/// Master if present, else worker 0 (Kubeflow v1.8).
-pub fn is_master(specs: &BTreeMap<String, ReplicaSpec>, role: &str, index: i32, declared: bool) -> bool {
-    if specs.contains_key("Master") {
-        declared
-    } else {
-        role == "Worker" && index == 0
-    }
-}
-
 /// `nprocPerNode` with Kubeflow's default: `auto` unless the deprecated elastic field is set.
 fn nproc_per_node(job: &PyTorchJob) -> Option<String> {
     let extra = &job.spec.extra;
@@ -102,34 +93,6 @@ pub fn env(job: &PyTorchJob, ctx: &EnvContext<'_>) -> Result<Vec<(String, String
     Ok(vars)
 }
 
-pub fn decorate_pod(
-    ctx: &PodContext<'_, PyTorchJob>,
-    template: &mut PodTemplateSpec,
-) -> Result<(), FrameworkError> {
-    let name = ctx.job.name_any();
-    let info = <PyTorchJob as TrainingJob>::framework_info();
-    let vars = ctx
-        .with_env(info, |e| env(ctx.job, e))
-        .map_err(FrameworkError::new)?;
-    let Some(pod) = template.spec.as_mut() else {
-        return Ok(());
-    };
-    for container in &mut pod.containers {
-        let list = container.env.get_or_insert_with(Vec::new);
-        list.extend(vars.iter().map(|(k, v)| EnvVar {
-            name: k.clone(),
-            value: Some(v.clone()),
-            value_from: None,
-        }));
-    }
-    if ctx.role == "Worker" && ctx.specs.contains_key("Master") {
-        pod.init_containers
-            .get_or_insert_with(Vec::new)
-            .push(init_container(&child_name(&name, "Master", 0))?);
-    }
-    Ok(())
-}
-
 /// Kubeflow's `init-pytorch`: wait until the master's service name resolves.
 fn init_container(master: &str) -> Result<Container, FrameworkError> {
     let image = std::env::var("PYTORCH_INIT_CONTAINER_IMAGE").unwrap_or_else(|_| INIT_IMAGE.to_owned());
@@ -145,21 +108,20 @@ fn init_container(master: &str) -> Result<Container, FrameworkError> {
     .map_err(|e| FrameworkError::with_source("building the init container", e))
 }
 
-/// Kubeflow's PyTorchJob `UpdateJobStatus` (Master, then Worker: Kubeflow's map order is random).
-pub fn update_status(job: &PyTorchJob, u: &mut StatusUpdate<'_>) {
-    // An elastic job succeeds with its first succeeded worker.
-    u.apply_leader_or_followers(Some("Master"), "Worker", job.spec.extra.elastic_policy.is_some());
-}
-
 impl Hooks for Pytorch {
+    /// Master if present, else worker 0 (Kubeflow v1.8).
     fn is_master(
         &self,
         specs: &BTreeMap<String, ReplicaSpec>,
         role: &str,
         index: i32,
-        by_manifest: bool,
+        declared: bool,
     ) -> bool {
-        is_master(specs, role, index, by_manifest)
+        if specs.contains_key("Master") {
+            declared
+        } else {
+            role == "Worker" && index == 0
+        }
     }
 
     fn decorate_pod(
@@ -167,11 +129,34 @@ impl Hooks for Pytorch {
         ctx: &PodContext<'_, PyTorchJob>,
         template: &mut PodTemplateSpec,
     ) -> Result<(), FrameworkError> {
-        decorate_pod(ctx, template)
+        let name = ctx.job.name_any();
+        let info = <PyTorchJob as TrainingJob>::framework_info();
+        let vars = ctx
+            .with_env(info, |e| env(ctx.job, e))
+            .map_err(FrameworkError::new)?;
+        let Some(pod) = template.spec.as_mut() else {
+            return Ok(());
+        };
+        for container in &mut pod.containers {
+            let list = container.env.get_or_insert_with(Vec::new);
+            list.extend(vars.iter().map(|(k, v)| EnvVar {
+                name: k.clone(),
+                value: Some(v.clone()),
+                value_from: None,
+            }));
+        }
+        if ctx.role == "Worker" && ctx.specs.contains_key("Master") {
+            pod.init_containers
+                .get_or_insert_with(Vec::new)
+                .push(init_container(&child_name(&name, "Master", 0))?);
+        }
+        Ok(())
     }
 
-    fn update_status(&self, job: &PyTorchJob, update: &mut StatusUpdate<'_>) {
-        update_status(job, update);
+    /// Kubeflow's PyTorchJob `UpdateJobStatus` (Master, then Worker: Kubeflow's map order is random).
+    fn update_status(&self, job: &PyTorchJob, u: &mut StatusUpdate<'_>) {
+        // An elastic job succeeds with its first succeeded worker.
+        u.apply_leader_or_followers(Some("Master"), "Worker", job.spec.extra.elastic_policy.is_some());
     }
 
     /// The elastic job's HorizontalPodAutoscaler.

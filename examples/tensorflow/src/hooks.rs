@@ -14,44 +14,6 @@ use crate::{Tensorflow, spec};
 /// Replica types in the order Kubeflow's status function visits them.
 const ORDER: [&str; 5] = ["Chief", "Evaluator", "Master", "PS", "Worker"];
 
-/// Chief or Master if present, else worker 0.
-pub fn is_master(specs: &BTreeMap<String, ReplicaSpec>, role: &str, index: i32, declared: bool) -> bool {
-    let _ = declared;
-    if specs.contains_key("Chief") || specs.contains_key("Master") {
-        matches!(role, "Chief" | "Master")
-    } else {
-        role == "Worker" && index == 0
-    }
-}
-
-/// TF_CONFIG on the first `tensorflow` container of a distributed job (more than one replica).
-pub fn decorate_pod(
-    ctx: &PodContext<'_, TFJob>,
-    template: &mut PodTemplateSpec,
-) -> Result<(), FrameworkError> {
-    let total = ReplicaSpec::total(ctx.specs.values());
-    if total == 1 {
-        return Ok(());
-    }
-    let domain = std::env::var("CUSTOM_CLUSTER_DOMAIN").unwrap_or_default();
-    let dynamic = ctx.job.spec.extra.enable_dynamic_worker.unwrap_or(false);
-    let info = <TFJob as TrainingJob>::framework_info();
-    let value = ctx
-        .with_env(info, |env| tf_config(env, &domain, dynamic))
-        .map_err(FrameworkError::new)?;
-    let Some(pod) = template.spec.as_mut() else {
-        return Ok(());
-    };
-    if let Some(c) = pod.containers.iter_mut().find(|c| c.name == "tensorflow") {
-        c.env.get_or_insert_with(Vec::new).push(EnvVar {
-            name: "TF_CONFIG".into(),
-            value: Some(value),
-            value_from: None,
-        });
-    }
-    Ok(())
-}
-
 /// Kubeflow's `genTFConfigJSONStr`: keys sorted, `<job>-<rt>-<i>.<ns>.svc[.<domain>]:<port>`.
 pub fn tf_config(ctx: &EnvContext<'_>, domain: &str, dynamic: bool) -> Result<String, String> {
     let mut cluster = BTreeMap::new();
@@ -107,69 +69,92 @@ pub fn tf_config(ctx: &EnvContext<'_>, domain: &str, dynamic: bool) -> Result<St
     ))
 }
 
-/// Kubeflow's TFJob `UpdateJobStatus`, with one fix: a job whose chief succeeded is not also
-/// marked Failed by worker failures in the same pass (Kubeflow appends both, its case 17).
-pub fn update_status(job: &TFJob, u: &mut StatusUpdate<'_>) {
-    let (ns, name) = (u.namespace().to_owned(), u.name().to_owned());
-    let all_workers = job.spec.extra.success_policy == Some(spec::SuccessPolicy::AllWorkers);
-    let dynamic = job.spec.extra.enable_dynamic_worker.unwrap_or(false);
-    let has_chief = u.specs().contains_key("Chief") || u.specs().contains_key("Master");
-    let worker0_completed = u.role("Worker").is_none_or(|w| w.completed_indices.contains(&0));
-    let restarting = u.status().condition(JobConditionType::Restarting).is_some();
-    for rtype in ORDER {
-        let Some(r) = u.role(rtype) else { continue };
-        let (expected, running, failed) = (r.replicas - r.succeeded, r.active, r.failed);
-        if has_chief {
-            if matches!(rtype, "Chief" | "Master") {
-                if running > 0 {
-                    u.set_running(format!("TFJob {ns}/{name} is running."));
-                }
-                if expected == 0 {
-                    u.set_succeeded(format!("TFJob {ns}/{name} successfully completed."));
-                }
-            }
-        } else if rtype == "Worker" {
-            if expected == 0 || (worker0_completed && !all_workers) {
-                u.set_succeeded(format!("TFJob {ns}/{name} successfully completed."));
-            } else if running > 0 {
-                u.set_running(format!("TFJob {ns}/{name} is running."));
-            }
-        }
-        if failed > 0 && !u.status().is(JobConditionType::Succeeded) {
-            if restarting {
-                u.set_restarting(format!(
-                    "job {name} is restarting because {rtype} replica(s) failed."
-                ));
-            } else if !(dynamic && rtype == "Worker") {
-                u.set_failed(format!(
-                    "TFJob {ns}/{name} has failed because {failed} {rtype} replica(s) failed."
-                ));
-            }
-        }
-    }
-}
-
 impl Hooks for Tensorflow {
+    /// Chief or Master if present, else worker 0.
     fn is_master(
         &self,
         specs: &BTreeMap<String, ReplicaSpec>,
         role: &str,
         index: i32,
-        by_manifest: bool,
+        declared: bool,
     ) -> bool {
-        is_master(specs, role, index, by_manifest)
+        let _ = declared;
+        if specs.contains_key("Chief") || specs.contains_key("Master") {
+            matches!(role, "Chief" | "Master")
+        } else {
+            role == "Worker" && index == 0
+        }
     }
 
+    /// TF_CONFIG on the first `tensorflow` container of a distributed job (more than one replica).
     fn decorate_pod(
         &self,
         ctx: &PodContext<'_, TFJob>,
         template: &mut PodTemplateSpec,
     ) -> Result<(), FrameworkError> {
-        decorate_pod(ctx, template)
+        let total = ReplicaSpec::total(ctx.specs.values());
+        if total == 1 {
+            return Ok(());
+        }
+        let domain = std::env::var("CUSTOM_CLUSTER_DOMAIN").unwrap_or_default();
+        let dynamic = ctx.job.spec.extra.enable_dynamic_worker.unwrap_or(false);
+        let info = <TFJob as TrainingJob>::framework_info();
+        let value = ctx
+            .with_env(info, |env| tf_config(env, &domain, dynamic))
+            .map_err(FrameworkError::new)?;
+        let Some(pod) = template.spec.as_mut() else {
+            return Ok(());
+        };
+        if let Some(c) = pod.containers.iter_mut().find(|c| c.name == "tensorflow") {
+            c.env.get_or_insert_with(Vec::new).push(EnvVar {
+                name: "TF_CONFIG".into(),
+                value: Some(value),
+                value_from: None,
+            });
+        }
+        Ok(())
     }
 
-    fn update_status(&self, job: &TFJob, update: &mut StatusUpdate<'_>) {
-        update_status(job, update);
+    /// Kubeflow's TFJob `UpdateJobStatus`, with one fix: a job whose chief succeeded is not also
+    /// marked Failed by worker failures in the same pass (Kubeflow appends both, its case 17).
+    fn update_status(&self, job: &TFJob, u: &mut StatusUpdate<'_>) {
+        let (ns, name) = (u.namespace().to_owned(), u.name().to_owned());
+        let all_workers = job.spec.extra.success_policy == Some(spec::SuccessPolicy::AllWorkers);
+        let dynamic = job.spec.extra.enable_dynamic_worker.unwrap_or(false);
+        let has_chief = u.specs().contains_key("Chief") || u.specs().contains_key("Master");
+        let worker0_completed = u.role("Worker").is_none_or(|w| w.completed_indices.contains(&0));
+        let restarting = u.status().condition(JobConditionType::Restarting).is_some();
+        for rtype in ORDER {
+            let Some(r) = u.role(rtype) else { continue };
+            let (expected, running, failed) = (r.replicas - r.succeeded, r.active, r.failed);
+            if has_chief {
+                if matches!(rtype, "Chief" | "Master") {
+                    if running > 0 {
+                        u.set_running(format!("TFJob {ns}/{name} is running."));
+                    }
+                    if expected == 0 {
+                        u.set_succeeded(format!("TFJob {ns}/{name} successfully completed."));
+                    }
+                }
+            } else if rtype == "Worker" {
+                if expected == 0 || (worker0_completed && !all_workers) {
+                    u.set_succeeded(format!("TFJob {ns}/{name} successfully completed."));
+                } else if running > 0 {
+                    u.set_running(format!("TFJob {ns}/{name} is running."));
+                }
+            }
+            if failed > 0 && !u.status().is(JobConditionType::Succeeded) {
+                if restarting {
+                    u.set_restarting(format!(
+                        "job {name} is restarting because {rtype} replica(s) failed."
+                    ));
+                } else if !(dynamic && rtype == "Worker") {
+                    u.set_failed(format!(
+                        "TFJob {ns}/{name} has failed because {failed} {rtype} replica(s) failed."
+                    ));
+                }
+            }
+        }
     }
 }
 
@@ -267,10 +252,10 @@ mod tests {
     #[test]
     fn master_role() {
         let with_chief = specs(&[("Chief", 1), ("Worker", 2)]);
-        assert!(is_master(&with_chief, "Chief", 0, true));
-        assert!(!is_master(&with_chief, "Worker", 0, false));
+        assert!(Hooks::is_master(&Tensorflow, &with_chief, "Chief", 0, true));
+        assert!(!Hooks::is_master(&Tensorflow, &with_chief, "Worker", 0, false));
         let workers = specs(&[("Worker", 2), ("PS", 1)]);
-        assert!(is_master(&workers, "Worker", 0, false));
-        assert!(!is_master(&workers, "Worker", 1, false));
+        assert!(Hooks::is_master(&Tensorflow, &workers, "Worker", 0, false));
+        assert!(!Hooks::is_master(&Tensorflow, &workers, "Worker", 1, false));
     }
 }
