@@ -5,8 +5,6 @@ mod objects;
 mod replicas;
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod tf_table;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,90 +1,19 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! Kubeflow's TFJob status table (`pkg/controller.v1/tensorflow/status_test.go`, 19 cases) run
-//! through the planner with a framework whose status hook is TFJob's `UpdateJobStatus`.
+//! through the planner with the shipped TFJob framework, hooks included. Pure: no control plane.
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use k8s_openapi::jiff::Timestamp;
-use serde_json::json;
+use kfop_runtime::api::JobConditionType as C;
+use kfop_runtime::defaults::defaulted_specs;
+use kfop_runtime::gang::GangScheduler;
+use kfop_runtime::k8s_openapi::api::core::v1::Pod;
+use kfop_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kfop_runtime::k8s_openapi::jiff::Timestamp;
+use kfop_runtime::plan::{Observed, build_pod, plan};
+use kfop_runtime::{Framework, TrainingJob};
+use serde_json::{Value, json};
+use tensorflow_operator::{TFJob, Tensorflow};
 
-use super::*;
-use crate::api::{JobConditionType as C, RestartPolicy};
-use crate::framework::{FrameworkInfo, Role};
-use crate::testing::{TestJob, job, replica};
-
-/// TFJob's replica types in the order its status function visits them.
-const TF_ORDER: [&str; 5] = ["Chief", "Evaluator", "Master", "PS", "Worker"];
-
-struct Tf {
-    info: FrameworkInfo,
-    all_workers: bool,
-}
-
-impl Tf {
-    fn new(all_workers: bool) -> Self {
-        let role = |n: &str| Role::new(n, RestartPolicy::Never);
-        Self {
-            info: FrameworkInfo {
-                controller_name: "tfjob-controller".into(),
-                framework_name: "tensorflow".into(),
-                default_container: "tensorflow".into(),
-                default_port_name: "tfjob-port".into(),
-                default_port: 2222,
-                roles: TF_ORDER.iter().map(|r| role(r)).collect(),
-            },
-            all_workers,
-        }
-    }
-}
-
-impl Framework for Tf {
-    type Job = TestJob;
-
-    fn info(&self) -> &FrameworkInfo {
-        &self.info
-    }
-
-    /// TFJob's `UpdateJobStatus`, transcribed.
-    fn update_status(&self, _job: &TestJob, u: &mut StatusUpdate<'_>) {
-        let (ns, name) = (u.namespace().to_owned(), u.name().to_owned());
-        let has_chief = u.specs().contains_key("Chief") || u.specs().contains_key("Master");
-        let worker0_completed = u.role("Worker").is_none_or(|w| w.completed_indices.contains(&0));
-        let restarting = u.status().condition(C::Restarting).is_some();
-        for rtype in TF_ORDER {
-            let Some(r) = u.role(rtype) else { continue };
-            let (expected, running, failed) = (r.replicas - r.succeeded, r.active, r.failed);
-            if has_chief {
-                if matches!(rtype, "Chief" | "Master") {
-                    if running > 0 {
-                        u.set_running(format!("TFJob {ns}/{name} is running."));
-                    }
-                    if expected == 0 {
-                        u.set_succeeded(format!("TFJob {ns}/{name} successfully completed."));
-                    }
-                }
-            } else if rtype == "Worker" {
-                if expected == 0 || (worker0_completed && !self.all_workers) {
-                    u.set_succeeded(format!("TFJob {ns}/{name} successfully completed."));
-                } else if running > 0 {
-                    u.set_running(format!("TFJob {ns}/{name} is running."));
-                }
-            }
-            if failed > 0 {
-                if restarting {
-                    u.set_restarting(format!(
-                        "job {name} is restarting because {rtype} replica(s) failed."
-                    ));
-                } else {
-                    u.set_failed(format!(
-                        "TFJob {ns}/{name} has failed because {failed} {rtype} replica(s) failed."
-                    ));
-                }
-            }
-        }
-    }
-}
-
-/// failed / succeeded / active pods of one replica type.
 type Fsa = (i32, i32, i32);
 
 struct Case {
@@ -300,17 +229,11 @@ const CASES: [Case; 19] = [
     ),
 ];
 
-fn tf_pod(job: &TestJob, framework: &Tf, role: &str, index: i32, phase: &str, exit: Option<i32>) -> Arc<Pod> {
-    let specs = crate::defaults::defaulted_specs(framework.info(), &job.spec.replica_specs);
-    let mut pod = build_pod(
-        framework,
-        job,
-        &specs,
-        (role, index),
-        &crate::gang::GangScheduler::None,
-    )
-    .unwrap()
-    .pod;
+fn tf_pod(job: &TFJob, role: &str, index: i32, phase: &str, exit: Option<i32>) -> Arc<Pod> {
+    let specs = defaulted_specs(Tensorflow.info(), job.replica_specs());
+    let mut pod = build_pod(&Tensorflow, job, &specs, (role, index), &GangScheduler::None)
+        .unwrap()
+        .pod;
     pod.metadata.uid = Some(format!("uid-{role}-{index}"));
     let mut status = json!({ "phase": phase });
     if let Some(code) = exit {
@@ -322,47 +245,69 @@ fn tf_pod(job: &TestJob, framework: &Tf, role: &str, index: i32, phase: &str, ex
 }
 
 /// Pods of one replica type, indices in the order succeeded, failed, active (as Kubeflow's test).
-fn pods_for(job: &TestJob, fw: &Tf, role: &str, (failed, succeeded, active): Fsa, c: &Case) -> Vec<Arc<Pod>> {
+fn pods_for(job: &TFJob, role: &str, (failed, succeeded, active): Fsa, c: &Case) -> Vec<Arc<Pod>> {
     let mut pods = Vec::new();
     let mut index = 0;
     for _ in 0..succeeded {
         let exit = (c.worker0_completed && index == 0).then_some(0);
-        pods.push(tf_pod(job, fw, role, index, "Succeeded", exit));
+        pods.push(tf_pod(job, role, index, "Succeeded", exit));
         index += 1;
     }
     for _ in 0..failed {
-        pods.push(tf_pod(job, fw, role, index, "Failed", c.restart.then_some(130)));
+        pods.push(tf_pod(job, role, index, "Failed", c.restart.then_some(130)));
         index += 1;
     }
     for _ in 0..active {
-        pods.push(tf_pod(job, fw, role, index, "Running", None));
+        pods.push(tf_pod(job, role, index, "Running", None));
         index += 1;
     }
     pods
 }
 
+/// A TFJob with these roles, restartPolicy ExitCode when the case restarts (else Never).
+fn tf_job(name: &str, roles: &[(&str, i32)], c: &Case) -> TFJob {
+    let policy = if c.restart { "ExitCode" } else { "Never" };
+    let specs: serde_json::Map<String, Value> = roles
+        .iter()
+        .map(|(role, replicas)| {
+            let spec = json!({ "replicas": replicas, "restartPolicy": policy, "template": { "spec": {
+                "containers": [{ "name": "tensorflow", "image": "busybox" }] } } });
+            ((*role).to_owned(), spec)
+        })
+        .collect();
+    let mut spec = json!({ "tfReplicaSpecs": specs });
+    if c.all_workers {
+        spec["successPolicy"] = json!("AllWorkers");
+    }
+    serde_json::from_value(json!({
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "TFJob",
+        "metadata": { "name": name, "namespace": "default", "uid": format!("uid-{name}") },
+        "spec": spec,
+    }))
+    .unwrap()
+}
+
 #[test]
 fn tfjob_status_table() {
-    let policy = |c: &Case| c.restart.then_some(RestartPolicy::ExitCode);
     for (i, c) in CASES.iter().enumerate() {
-        let fw = Tf::new(c.all_workers);
         let mut roles = Vec::new();
         if c.workers > 0 {
-            roles.push(("Worker", replica(c.workers, policy(c))));
+            roles.push(("Worker", c.workers));
         }
         if c.ps > 0 {
-            roles.push(("PS", replica(c.ps, policy(c))));
+            roles.push(("PS", c.ps));
         }
         if c.chief {
-            roles.push(("Chief", replica(1, policy(c))));
+            roles.push(("Chief", 1));
         }
-        let j = job("default", &format!("test-status-{i}"), &roles);
-        let mut pods = pods_for(&j, &fw, "PS", c.ps_pods, c);
-        pods.extend(pods_for(&j, &fw, "Worker", c.worker_pods, c));
-        pods.extend(pods_for(&j, &fw, "Chief", c.chief_pods, c));
+        let j = tf_job(&format!("test-status-{i}"), &roles, c);
+        let mut pods = pods_for(&j, "PS", c.ps_pods, c);
+        pods.extend(pods_for(&j, "Worker", c.worker_pods, c));
+        pods.extend(pods_for(&j, "Chief", c.chief_pods, c));
         let now = Time(Timestamp::from_second(1_700_000_000).unwrap());
         let p = plan(
-            &fw,
+            &Tensorflow,
             &j,
             &Observed {
                 pods,
