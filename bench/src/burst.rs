@@ -68,7 +68,7 @@ pub async fn run(
         .await;
     let mut results = BurstResults {
         jobs,
-        wrong_counts: wrong_counts(&api, jobs).await,
+        wrong_counts: settled_counts(&api, jobs).await,
         ..BurstResults::default()
     };
     results.not_deleted = delete_all(&api, jobs).await;
@@ -95,6 +95,24 @@ pub async fn run(
 }
 
 /// The burst's jobs whose replica statuses do not count every replica as succeeded.
+/// How long a job's counts may take to settle after it succeeded.
+const SETTLE_FOR: Duration = Duration::from_secs(30);
+
+/// [`wrong_counts`] once the counts have settled: the pass that sets Succeeded writes the counts
+/// it saw (a worker may still be Running then), and the next pass, a moment later as in
+/// Kubeflow's `ReconcileJobs`, moves active replicas to succeeded. Under chaos that pass can wait
+/// for a restarted operator, so counts that are still wrong after [`SETTLE_FOR`] are reported.
+async fn settled_counts(api: &Api<DynamicObject>, jobs: usize) -> Vec<String> {
+    let deadline = Instant::now() + SETTLE_FOR;
+    loop {
+        let wrong = wrong_counts(api, jobs).await;
+        if wrong.is_empty() || Instant::now() >= deadline {
+            return wrong;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
 async fn wrong_counts(api: &Api<DynamicObject>, jobs: usize) -> Vec<String> {
     let names: BTreeSet<String> = names(jobs).into_iter().collect();
     let all = ListParams::default();
