@@ -12,6 +12,7 @@
 
 pub mod api;
 mod cache;
+pub mod children;
 pub mod client;
 pub mod controller;
 pub mod defaults;

@@ -14,6 +14,7 @@ use kube::{Api, Client, Resource};
 use kube_lease_manager::LeaseManagerBuilder;
 use tokio::sync::watch;
 
+use crate::children::Children;
 use crate::controller::{self, Activity, Context, ControllerConfig, Deleted, Router, Triggers, Written};
 use crate::error::{Error, Result};
 use crate::framework::Framework;
@@ -45,7 +46,7 @@ pub struct ManagerConfig {
 /// What a framework's controller is started with: the manager's shared parts, the owners of its
 /// changed children and the caches of its other owned kinds.
 type Start =
-    Box<dyn FnOnce(Shared, Triggers, Vec<Store<DynamicObject>>) -> BoxFuture<'static, Result<()>> + Send>;
+    Box<dyn FnOnce(Shared, Triggers, Vec<Children<DynamicObject>>) -> BoxFuture<'static, Result<()>> + Send>;
 
 /// A registered framework: its name, its job kind, the other kinds it owns, and how to start its
 /// controller.
@@ -63,8 +64,8 @@ struct Shared {
     config: ControllerConfig,
     metrics: Arc<Metrics>,
     events: controller::EventWriter,
-    pods: Store<Pod>,
-    services: Store<Service>,
+    pods: Children<Pod>,
+    services: Children<Service>,
     priority_classes: Option<Store<PriorityClass>>,
     shutdown: watch::Receiver<bool>,
 }
@@ -200,8 +201,9 @@ impl Manager {
             ),
             None => (Api::all(self.client.clone()), Api::all(self.client.clone())),
         };
-        let (pods, pod_writer) = reflector::store::<Pod>();
-        let (services, service_writer) = reflector::store::<Service>();
+        let (pod_store, pod_writer) = reflector::store::<Pod>();
+        let (service_store, service_writer) = reflector::store::<Service>();
+        let (pods, services) = (Children::new(pod_store, ()), Children::new(service_store, ()));
         // Under gang scheduling every job owns a PodGroup, and minResources weighs roles by
         // their PriorityClass.
         let gang_kind = self.config.controller.gang.pod_group_api_resource();
@@ -255,9 +257,9 @@ impl Manager {
                 (kind.clone(), writer, selector)
             })
             .collect();
-        let object_stores: Vec<Store<DynamicObject>> = object_caches
+        let object_stores: Vec<Children<DynamicObject>> = object_caches
             .iter()
-            .map(|(_, writer, _)| writer.as_reader())
+            .map(|(kind, writer, _)| Children::new(writer.as_reader(), kind.clone()))
             .collect();
 
         // Every controller subscribes to the one router all child watches feed.
@@ -282,21 +284,24 @@ impl Manager {
         let router = Arc::new(router);
 
         let object_watches =
-            futures::future::join_all(object_caches.into_iter().map(|(kind, writer, selector)| {
-                let api: Api<DynamicObject> = match &self.config.controller.namespace {
-                    Some(ns) => Api::namespaced_with(self.client.clone(), ns, &kind),
-                    None => Api::all_with(self.client.clone(), &kind),
-                };
-                let watch = watcher(api, watcher::Config::default().labels(&selector))
-                    .default_backoff()
-                    .modify(crate::cache::slim_owned(&kind));
-                route_children(watch, writer, router.clone())
-            }));
+            futures::future::join_all(object_caches.into_iter().zip(object_stores.clone()).map(
+                |((kind, writer, selector), children)| {
+                    let api: Api<DynamicObject> = match &self.config.controller.namespace {
+                        Some(ns) => Api::namespaced_with(self.client.clone(), ns, &kind),
+                        None => Api::all_with(self.client.clone(), &kind),
+                    };
+                    let watch = watcher(api, watcher::Config::default().labels(&selector))
+                        .default_backoff()
+                        .modify(crate::cache::slim_owned(&kind));
+                    route_children(watch, writer, children, router.clone())
+                },
+            ));
         let pod_watch = route_children(
             watcher(pod_api, watcher_config.clone())
                 .default_backoff()
                 .modify(crate::cache::slim_pod),
             pod_writer,
+            pods.clone(),
             router.clone(),
         );
         let service_watch = route_children(
@@ -304,13 +309,14 @@ impl Manager {
                 .default_backoff()
                 .modify(crate::cache::slim_service),
             service_writer,
+            services.clone(),
             router,
         );
         let readiness = async move {
-            let mut synced =
-                pods.wait_until_ready().await.is_ok() && services.wait_until_ready().await.is_ok();
-            for store in &object_stores {
-                synced = synced && store.wait_until_ready().await.is_ok();
+            let mut synced = pods.store().wait_until_ready().await.is_ok()
+                && services.store().wait_until_ready().await.is_ok();
+            for children in &object_stores {
+                synced = synced && children.store().wait_until_ready().await.is_ok();
             }
             let _ = ready.send(synced);
             futures::future::pending::<()>().await;
@@ -328,12 +334,14 @@ impl Manager {
     }
 }
 
-/// Caches a child watch in `writer` and routes every object it touches (created, changed,
-/// deleted, or listed again or found gone after the watch restarted, once the cache holds the
-/// new list) to the controller of its owner's kind. Ends only if the watch stream does.
+/// Caches a child watch in `writer`, indexes it by owner in `children`, and routes every object
+/// it touches (created, changed, deleted, or listed again or found gone after the watch
+/// restarted, once the cache holds the new list) to the controller of its owner's kind. Ends
+/// only if the watch stream does.
 async fn route_children<K>(
     watch: impl futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send,
     writer: reflector::store::Writer<K>,
+    children: Children<K>,
     router: Arc<Router>,
 ) where
     K: Resource + Clone + Send + Sync + 'static,
@@ -342,6 +350,7 @@ async fn route_children<K>(
     let reader = writer.as_reader();
     crate::relist::settled(watch.reflect(writer), reader)
         .for_each(|child| {
+            children.record(&child);
             router.route(child.object().meta());
             std::future::ready(())
         })
@@ -447,7 +456,10 @@ mod tests {
             Ok(watcher::Event::Apply(pod("b-worker-0", "b"))),
         ]);
         let (store, writer) = reflector::store::<Pod>();
-        route_children(events, writer, Arc::new(router)).await;
+        let children = Children::new(store.clone(), ());
+        route_children(events, writer, children.clone(), Arc::new(router)).await;
+        assert_eq!(children.of("uid-b").len(), 1, "the index follows the watch");
+        assert!(children.of("uid-a").is_empty());
         let owner = |name: &str| Owner {
             namespace: Some("ns".into()),
             name: name.into(),

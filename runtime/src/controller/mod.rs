@@ -31,6 +31,7 @@ pub use resync::{Activity, CACHE_GRACE};
 pub use triggers::{Owner, Router, Triggers};
 pub use written::Written;
 
+use crate::children::Children;
 use crate::error::{Error, Result};
 use crate::framework::Framework;
 use crate::gang::GangScheduler;
@@ -80,10 +81,10 @@ pub struct Context<F: Framework> {
     pub config: ControllerConfig,
     pub metrics: Arc<Metrics>,
     pub events: EventWriter,
-    pub pods: Store<Pod>,
-    pub services: Store<Service>,
+    pub pods: Children<Pod>,
+    pub services: Children<Service>,
     /// Caches of the framework's other owned kinds ([`Framework::owned_kinds`]).
-    pub objects: Vec<Store<DynamicObject>>,
+    pub objects: Vec<Children<DynamicObject>>,
     /// PriorityClasses, cached when gang scheduling is on.
     pub priority_classes: Option<Store<PriorityClass>>,
     pub deleted: Deleted,
@@ -352,8 +353,8 @@ mod tests {
             config: ControllerConfig::default(),
             metrics: Arc::new(Metrics::new()),
             events: EventWriter::new(client, "test"),
-            pods: reflector::store().0,
-            services: reflector::store().0,
+            pods: Children::new(reflector::store().0, ()),
+            services: Children::new(reflector::store().0, ()),
             objects: Vec::new(),
             priority_classes: None,
             deleted: Deleted::default(),

@@ -5,11 +5,10 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::Resource;
 use kube::api::DynamicObject;
-use kube::runtime::reflector::Store;
 
 use super::per_job::PerJob;
+use crate::children::Children;
 use crate::plan::{Observed, Scheduling};
 
 /// How long a deleted child is hidden if its deletion never shows up in the cache.
@@ -30,38 +29,20 @@ impl PerJob<String, HashMap<String, Instant>> {
     }
 }
 
-/// The children the job with `uid` controls, as the caches show them: pods, services and owned
-/// objects from the stores of the framework's other kinds.
+/// The children the job with `uid` controls, as the caches' owner indexes show them: pods,
+/// services and owned objects of the framework's other kinds.
 pub fn observe(
     uid: &str,
-    pods: &Store<Pod>,
-    services: &Store<Service>,
-    objects: &[Store<DynamicObject>],
+    pods: &Children<Pod>,
+    services: &Children<Service>,
+    objects: &[Children<DynamicObject>],
     scheduling: Scheduling,
     deleted: &Deleted,
 ) -> Observed {
-    let controlled = |meta: &ObjectMeta| {
-        meta.owner_references
-            .iter()
-            .flatten()
-            .any(|o| o.controller == Some(true) && o.uid == uid)
-    };
     let mut observed = Observed {
-        pods: pods
-            .state()
-            .into_iter()
-            .filter(|p| controlled(p.meta()))
-            .collect(),
-        services: services
-            .state()
-            .into_iter()
-            .filter(|s| controlled(s.meta()))
-            .collect(),
-        objects: objects
-            .iter()
-            .flat_map(Store::state)
-            .filter(|o| controlled(o.meta()))
-            .collect(),
+        pods: pods.of(uid),
+        services: services.of(uid),
+        objects: objects.iter().flat_map(|o| o.of(uid)).collect(),
         scheduling,
     };
     let Some(mut by_job) = deleted.lock() else {
