@@ -29,7 +29,7 @@ pub mod metrics;
 pub mod operator;
 pub mod plan;
 pub mod policy;
-mod relist;
+pub mod relist;
 pub mod server;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
