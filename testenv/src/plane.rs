@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use kube::Client;
+use tracing::instrument::WithSubscriber;
 use serde::{Deserialize, Serialize};
 
 use crate::assets::{Assets, KWOK_CONFIG};
@@ -227,8 +228,11 @@ impl ControlPlane {
                 let request = http::Request::get("/readyz")
                     .body(Vec::new())
                     .map_err(|e| Error::Startup(e.to_string()))?;
+                // Refused connections and 500s are what a starting API server answers: the
+                // client's own ERROR log of each would only alarm whoever watches it start.
                 Ok(client
                     .request_text(request)
+                    .with_subscriber(tracing::subscriber::NoSubscriber::default())
                     .await
                     .is_ok_and(|body| body.trim() == "ok"))
             }
