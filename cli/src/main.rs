@@ -22,10 +22,15 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::New(args) => commands::codegen::new(&args).map(|dir| {
+            let dir = dir.display();
             say(&format!(
-                "created {}\nnext: cd {} && cargo test",
-                dir.display(),
-                dir.display()
+                "created {dir}\n\
+                 next:\n  \
+                 cd {dir}\n  \
+                 cargo test            # the operator runs a job to Succeeded on a local control plane\n  \
+                 $EDITOR kfop.yaml     # roles, env, status rule; `hooks: true` for Rust hooks\n  \
+                 kfop gen              # regenerate src/generated/, deploy/ and the tests\n  \
+                 cargo run -- crd      # the CRD; `cargo run` runs the operator against $KUBECONFIG"
             ));
         }),
         Command::Gen(args) => commands::codegen::gen_crate(&args).map(|report| {
