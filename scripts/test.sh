@@ -14,6 +14,7 @@ echo "using $bin"
 step "Kubeflow's operators as peers (the conformance oracle)"
 testenv/peers/build.sh training-operator
 testenv/peers/build.sh training-operator-v1.9.0
+testenv/peers/build.sh mpi-operator-v0.6.0
 
 step "Python environments for the Kubeflow SDK tests (SDK 1.8.1 and 1.9.0)"
 cache=${KFOP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kfop}

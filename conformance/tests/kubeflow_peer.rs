@@ -2,7 +2,9 @@
 //! Kubeflow training-operator, built from its Go module and run out of cluster, works on the
 //! local plane: its validating webhook answers over loopback, and it runs a job with its own pod
 //! and service names to Succeeded. v1.8.1 runs a PyTorchJob; v1.9.0, the first with JAXJob and
-//! whose cert rotator and webhooks are set up the same way, a JAXJob.
+//! whose cert rotator and webhooks are set up the same way, a JAXJob. mpi-operator v0.6.0, with
+//! no webhooks, runs its own `examples/v2beta1/pi/pi.yaml` (an MPIJob `kubeflow.org/v2beta1`)
+//! to Succeeded: workers as pods, the launcher as a batch Job the plane's Job controller runs.
 //!
 //! The plane is private: Kubeflow's CRDs have the names of kfop's, which the shared plane has.
 use std::time::{Duration, Instant};
@@ -181,6 +183,120 @@ async fn runs_to_success(peer_folder: &'static str, kind: &Kind, container: &str
         assert_eq!(count(role, "succeeded") + count(role, "active"), 1, "{statuses}");
         assert_eq!(count(role, "failed"), 0, "{statuses}");
     }
+    let done = started.elapsed();
+    eprintln!(
+        "timings: builds {:.1}s, plane {:.1}s, peer {:.1}s, job {:.1}s, total {:.1}s",
+        built.as_secs_f64(),
+        (plane_up - built).as_secs_f64(),
+        (peer_up - plane_up).as_secs_f64(),
+        (done - peer_up).as_secs_f64(),
+        done.as_secs_f64()
+    );
+    drop(peer);
+    drop(plane);
+}
+
+/// mpi-operator v0.6.0 (its own CRD, no webhooks) runs its `pi` example to Succeeded: a headless
+/// service and a hostfile ConfigMap, `<job>-worker-<i>` pods, and a `<job>-launcher` batch Job
+/// whose pod kwok completes; the Job's completion is the MPIJob's success.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mpi_operator_v0_6_0_runs_its_pi_example_to_success() {
+    use k8s_openapi::api::batch::v1::Job;
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    let started = Instant::now();
+    let peer_folder = kfop_testenv::peer::MPI_OPERATOR_V0_6_0;
+    let example = tokio::task::spawn_blocking(move || {
+        Assets::locate_or_build().unwrap();
+        let build = PeerBuild::locate_or_build(peer_folder).unwrap();
+        let file = build.module_source().unwrap().join("examples/v2beta1/pi/pi.yaml");
+        std::fs::read_to_string(file).unwrap()
+    })
+    .await
+    .unwrap();
+    let built = started.elapsed();
+    let mut job: Value = serde_saphyr::from_str(&example).unwrap();
+    assert_eq!(job["apiVersion"], "kubeflow.org/v2beta1");
+    let name = job["metadata"]["name"].as_str().unwrap().to_owned();
+    job["metadata"]["namespace"] = json!(NAMESPACE);
+    // Only the launcher ends: MPI workers serve sshd until the launcher's mpirun is done.
+    let (key, value) = pods::complete_after(Duration::from_secs(2));
+    job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["metadata"] =
+        json!({ "annotations": { key: value } });
+
+    let plane = ControlPlane::start(PlaneOptions::default()).await.unwrap();
+    let plane_up = started.elapsed();
+    let options = PeerOptions {
+        peer: peer_folder.to_owned(),
+        ..PeerOptions::default()
+    };
+    let peer = Peer::start(plane.kubeconfig(), NAMESPACE, options).await.unwrap();
+    let peer_up = started.elapsed();
+    let client = plane.client().await.unwrap();
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("kubeflow.org", "v2beta1", "MPIJob"),
+        "mpijobs",
+    );
+    let jobs: Api<DynamicObject> = Api::namespaced_with(client.clone(), NAMESPACE, &ar);
+    jobs.create(&PostParams::default(), &serde_json::from_value(job).unwrap())
+        .await
+        .unwrap();
+
+    let pods_api: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
+    for i in 0..2 {
+        let object = format!("{name}-worker-{i}");
+        let pod = wait::until(&format!("pod {object}"), wait::default_timeout(), || async {
+            Ok(pods_api.get_opt(&object).await.unwrap())
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}\npeer log:\n{}", peer.log_tail(40)));
+        let labels = pod.metadata.labels.unwrap_or_default();
+        assert_eq!(labels["training.kubeflow.org/job-name"], name, "{labels:?}");
+        assert_eq!(labels["training.kubeflow.org/job-role"], "worker", "{labels:?}");
+        assert_eq!(
+            labels["training.kubeflow.org/replica-index"],
+            i.to_string(),
+            "{labels:?}"
+        );
+    }
+    let services: Api<Service> = Api::namespaced(client.clone(), NAMESPACE);
+    let service = wait::until(&format!("service {name}"), wait::default_timeout(), || async {
+        Ok(services.get_opt(&name).await.unwrap())
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        service.spec.unwrap().cluster_ip.as_deref(),
+        Some("None"),
+        "headless"
+    );
+    let config: Api<ConfigMap> = Api::namespaced(client.clone(), NAMESPACE);
+    let hostfile = config.get(&format!("{name}-config")).await.unwrap();
+    assert!(
+        hostfile.data.unwrap_or_default()["hostfile"].contains(&format!("{name}-worker-0.{name}")),
+        "hostfile names the workers by the headless service"
+    );
+    let launchers: Api<Job> = Api::namespaced(client.clone(), NAMESPACE);
+    wait::until(
+        &format!("Job {name}-launcher"),
+        wait::default_timeout(),
+        || async { Ok(launchers.get_opt(&format!("{name}-launcher")).await.unwrap()) },
+    )
+    .await
+    .unwrap();
+
+    let job = wait::until(
+        &format!("MPIJob {name} Succeeded"),
+        wait::default_timeout(),
+        || async {
+            let job = jobs.get(&name).await.unwrap();
+            Ok(condition_true(&job, "Succeeded").then_some(job))
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\npeer log:\n{}", peer.log_tail(40)));
+    let statuses = &job.data["status"]["replicaStatuses"];
+    assert_eq!(statuses["Launcher"]["succeeded"].as_u64(), Some(1), "{statuses}");
     let done = started.elapsed();
     eprintln!(
         "timings: builds {:.1}s, plane {:.1}s, peer {:.1}s, job {:.1}s, total {:.1}s",

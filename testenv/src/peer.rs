@@ -35,6 +35,19 @@ pub const TRAINING_OPERATOR: &str = "training-operator";
 /// Kubeflow training-operator v1.9.0 (`testenv/peers/training-operator-v1.9.0/`), the first with
 /// JAXJob. It runs out of cluster exactly as v1.8.1 does (same flags, cert rotator and Secret).
 pub const TRAINING_OPERATOR_V1_9_0: &str = "training-operator-v1.9.0";
+/// Kubeflow mpi-operator v0.6.0 (`testenv/peers/mpi-operator-v0.6.0/`), the MPIJob
+/// `kubeflow.org/v2beta1` controller. Its flags differ from training-operator's (see
+/// [`Peer::start`]); it has no webhooks, always runs leader election (a Lease named
+/// `mpi-operator` in `--lock-namespace`, here the watched namespace, so that peers on different
+/// namespaces never wait for each other) and serves `/healthz` on the fixed port
+/// [`MPI_OPERATOR_HEALTH_PORT`] of every interface: one runs per machine at a time.
+pub const MPI_OPERATOR_V0_6_0: &str = "mpi-operator-v0.6.0";
+/// The binary `build.sh` names after mpi-operator's `peer.env`.
+const MPI_OPERATOR_BINARY: &str = "mpi-operator";
+/// mpi-operator's health-check port, a constant of its `cmd/mpi-operator/app` (no flag).
+pub const MPI_OPERATOR_HEALTH_PORT: u16 = 8080;
+/// What mpi-operator logs once it leads and its informer caches are synced.
+const MPI_OPERATOR_READY_LINE: &str = "Started workers";
 
 /// The Secret training-operator's cert rotator keeps its CA and serving cert in (its default
 /// `--webhook-secret-name`); it must exist before the operator starts.
@@ -200,7 +213,9 @@ pub enum PeerWebhooks {
     Off,
 }
 
-/// How to run a peer. The flags are training-operator's.
+/// How to run a peer. The flags are training-operator's; mpi-operator maps what it has of
+/// them (`--namespace`, `--threadiness`, `--gang-scheduling`, `--monitoring-port`) and ignores
+/// the rest (it has no schemes and no webhooks).
 #[derive(Debug, Clone)]
 pub struct PeerOptions {
     /// The folder under `testenv/peers/`.
@@ -260,7 +275,8 @@ impl Peer {
     /// webhook configuration) and starts it watching `namespace` only, with leader election
     /// off, no gang scheduler unless asked, and metrics, probes and webhook on free loopback
     /// ports. Returns once `/readyz` answers 200 (for training-operator: its cert rotator is
-    /// done and its webhook server serves) and every enabled webhook answers.
+    /// done and its webhook server serves) and every enabled webhook answers. mpi-operator
+    /// (no webhooks, leader election always on) starts as [`MPI_OPERATOR_V0_6_0`] describes.
     pub async fn start(kubeconfig: &Path, namespace: &str, options: PeerOptions) -> Result<Self> {
         let started = Instant::now();
         let peer = options.peer.clone();
@@ -274,6 +290,9 @@ impl Peer {
         }
         ensure_namespace(&client, namespace).await?;
         ensure_namespace(&client, &options.operator_namespace).await?;
+        if name == MPI_OPERATOR_BINARY {
+            return Self::start_mpi_operator(build, kubeconfig, namespace, &options, started).await;
+        }
 
         let dir = fresh_dir(&name, namespace)?;
         let logs = dir.join("logs");
@@ -391,6 +410,87 @@ impl Peer {
         Ok(peer)
     }
 
+    /// mpi-operator out of cluster: `--kubeConfig` (which `$KUBECONFIG` would override, so it
+    /// is unset), `--namespace`, its leader-election Lease in the watched namespace, no gang
+    /// scheduler unless asked, metrics on a free port. Returns once it leads and its caches are
+    /// synced (its log says "Started workers"); its `/healthz` answers before that.
+    async fn start_mpi_operator(
+        build: PeerBuild,
+        kubeconfig: &Path,
+        namespace: &str,
+        options: &PeerOptions,
+        started: Instant,
+    ) -> Result<Self> {
+        let name = build.name().to_owned();
+        let health = SocketAddr::from(([127, 0, 0, 1], MPI_OPERATOR_HEALTH_PORT));
+        if TcpStream::connect_timeout(&health, Duration::from_millis(200)).is_ok() {
+            return Err(peer_error(
+                &name,
+                format!(
+                    "port {MPI_OPERATOR_HEALTH_PORT} is taken (another mpi-operator?): its health \
+                     check listens there, a constant, and it exits when it cannot"
+                ),
+            ));
+        }
+        let dir = fresh_dir(&name, namespace)?;
+        let logs = dir.join("logs");
+        std::fs::create_dir_all(&logs).map_err(Error::io(&logs))?;
+        let [metrics_port]: [u16; 1] = free_ports(1)?
+            .try_into()
+            .map_err(|_| peer_error(&name, "could not reserve a port"))?;
+        let mut args = vec![
+            "-u".to_owned(),
+            "KUBEFLOW_NAMESPACE".to_owned(),
+            "-u".to_owned(),
+            "KUBECONFIG".to_owned(),
+            build.bin.display().to_string(),
+            format!("--kubeConfig={}", kubeconfig.display()),
+            format!("--namespace={namespace}"),
+            format!("--lock-namespace={namespace}"),
+            format!("--monitoring-port={metrics_port}"),
+            format!("--threadiness={}", options.controller_threads),
+            // Its defaults (5 and 10) throttle a burst of cases; training-operator has none.
+            "--kube-api-qps=50".to_owned(),
+            "--kube-api-burst=100".to_owned(),
+        ];
+        if let Some(gang) = &options.gang_scheduler {
+            args.push(format!("--gang-scheduling={gang}"));
+        }
+        args.extend(options.extra_args.iter().cloned());
+        let component = process::spawn(&name, Path::new("env"), &args, &logs, Lifetime::DieWithParent)?;
+        let mut peer = Self {
+            build,
+            component,
+            dir,
+            kubeconfig: kubeconfig.to_owned(),
+            namespace: namespace.to_owned(),
+            webhook_config: None,
+            metrics_port,
+            health_port: MPI_OPERATOR_HEALTH_PORT,
+            webhook_port: 0,
+        };
+        let deadline = Instant::now() + options.start_timeout;
+        while !std::fs::read_to_string(peer.log())
+            .unwrap_or_default()
+            .contains(MPI_OPERATOR_READY_LINE)
+        {
+            peer.component.check_alive()?;
+            if Instant::now() >= deadline {
+                return Err(Error::Timeout {
+                    what: format!(
+                        "{name} to lead and sync its caches; last log lines from {}:\n{}",
+                        peer.log().display(),
+                        peer.log_tail(20)
+                    ),
+                    seconds: started.elapsed().as_secs(),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        tracing::info!(peer = %name, %namespace, elapsed_ms = started.elapsed().as_millis(), "peer ready");
+        Ok(peer)
+    }
+
     pub fn build(&self) -> &PeerBuild {
         &self.build
     }
@@ -418,7 +518,8 @@ impl Peer {
         SocketAddr::from(([127, 0, 0, 1], self.health_port))
     }
 
-    /// Its webhook server's port (it listens on every interface: the flag sets only the port).
+    /// Its webhook server's port (it listens on every interface: the flag sets only the port);
+    /// 0 for a peer without webhooks (mpi-operator).
     pub fn webhook_port(&self) -> u16 {
         self.webhook_port
     }
