@@ -84,6 +84,9 @@ struct RawSpec {
     master_pods: Option<S<String>>,
     #[serde(default)]
     hooks: bool,
+    /// Spec fields besides the replica specs that the generated end-to-end test's job sets.
+    #[serde(default)]
+    test_job: kfop_runtime::serde_json::Map<String, kfop_runtime::serde_json::Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -170,6 +173,8 @@ pub struct Model {
     pub master_index_zero: bool,
     /// `src/hooks.rs` implements the framework's hooks.
     pub hooks: bool,
+    /// Extra spec fields of the generated test's job, each as (JSON name, JSON value text).
+    pub test_job: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -642,6 +647,11 @@ fn validate(raw: Raw, c: &Checker<'_>) -> Result<Model, ManifestError> {
         status,
         master_index_zero,
         hooks: spec.hooks,
+        test_job: spec
+            .test_job
+            .iter()
+            .map(|(k, v)| (k.clone(), v.to_string()))
+            .collect(),
     })
 }
 
@@ -745,7 +755,6 @@ fn validate_roles(roles: &S<Vec<RawRole>>, c: &Checker<'_>) -> Result<Vec<RoleMo
         ));
     }
     let mut out: Vec<RoleModel> = Vec::new();
-    let mut master: Option<String> = None;
     for (i, r) in roles.value.iter().enumerate() {
         let field = format!("spec.roles[{i}]");
         let name = &r.name.value;
@@ -762,16 +771,6 @@ fn validate_roles(roles: &S<Vec<RawRole>>, c: &Checker<'_>) -> Result<Vec<RoleMo
                 &format!("{field}.name"),
                 format!("role `{name}` is declared twice"),
             ));
-        }
-        if r.master {
-            if let Some(first) = &master {
-                return Err(c.err(
-                    &r.name,
-                    &format!("{field}.master"),
-                    format!("`{first}` is already the master role; only one role may be master"),
-                ));
-            }
-            master = Some(name.clone());
         }
         let restart_policy = match &r.restart_policy {
             None => "Never".to_owned(),

@@ -103,11 +103,6 @@ fn malformed_manifests() {
             "spec.roles[1].name: role `Master` is declared twice",
         ),
         (
-            "    - name: Worker\n",
-            "    - name: Worker\n      master: true\n",
-            "spec.roles[1].master: `Master` is already the master role",
-        ),
-        (
             "restartPolicy: OnFailure",
             "restartPolicy: Sometimes",
             "spec.roles[0].restartPolicy: `Sometimes` is not a restart policy; use Always, OnFailure, Never, ExitCode",

@@ -19,7 +19,8 @@ macro_rules! kubeflow_cases {
         controller = $controller:literal,
         specs = $specs:literal,
         container = $container:literal,
-        port_name = $port_name:literal $(,)?
+        port_name = $port_name:literal
+        $(, spec = $spec:expr)? $(,)?
     ) => {
         use std::collections::BTreeMap;
         use std::time::Duration;
@@ -79,9 +80,14 @@ macro_rules! kubeflow_cases {
             let specs: serde_json::Map<String, Value> =
                 roles.iter().map(|(r, v)| ((*r).to_owned(), v.clone())).collect();
             let mut spec = json!({ SPECS: specs });
-            spec.as_object_mut()
-                .unwrap()
-                .extend(extra.as_object().cloned().unwrap_or_default());
+            // The kind's required spec fields (`spec = ...`: MXJob's jobMode), then the case's.
+            let required: Value = json!({});
+            $(let required: Value = $spec;)?
+            for fields in [required, extra] {
+                spec.as_object_mut()
+                    .unwrap()
+                    .extend(fields.as_object().cloned().unwrap_or_default());
+            }
             let job =
                 json!({ "apiVersion": "kubeflow.org/v1", "kind": KIND, "metadata": { "name": JOB }, "spec": spec });
             serde_json::from_value(job).unwrap()

@@ -10,9 +10,14 @@ use serde::{Deserialize, Serialize};
 #[schemars(crate = "kfop_runtime::schemars")]
 // Kubeflow's MXJob validation (at reconcile): every replica runs a container named mxnet.
 #[schemars(transform = rules::named_container("mxReplicaSpecs", "mxnet"))]
+// Kubeflow's MXJob CRD requires jobMode (it has no default).
+#[schemars(transform = rules::Validation::new(
+    "has(self.jobMode)",
+    "spec.jobMode is required: set it to MXTrain or MXTune",
+).at(".jobMode").required())]
 pub struct MXJobExtra {
-    /// `MXTrain` (training) or `MXTune` (auto-tuning with the Tuner roles); Kubeflow's examples
-    /// set it, and an unknown field would be dropped.
+    /// `MXTrain` (training) or `MXTune` (auto-tuning with the Tuner roles); required at admission
+    /// as in Kubeflow, optional here so an object stored before that still reads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_mode: Option<JobMode>,
 }

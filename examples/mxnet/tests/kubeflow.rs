@@ -11,6 +11,7 @@ kfop_testenv::kubeflow_cases!(
     specs = "mxReplicaSpecs",
     container = "mxnet",
     port_name = "mxjob-port",
+    spec = json!({ "jobMode": "MXTrain" }),
 );
 
 const ALL: [&str; 4] = [

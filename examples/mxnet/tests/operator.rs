@@ -36,7 +36,7 @@ async fn a_job_gets_its_pods_and_succeeds() {
                 "Tuner": { "replicas": 2, "template": { "spec": { "containers": [
                     { "name": "mxnet", "image": "busybox" }
                 ] } } },
-            } },
+            }, "jobMode": "MXTrain" },
         }),
         container: "mxnet",
         pods: &[

@@ -24,9 +24,6 @@ async fn a_job_gets_its_pods_and_succeeds() {
                 "Evaluator": { "replicas": 2, "template": { "spec": { "containers": [
                     { "name": "tensorflow", "image": "busybox" }
                 ] } } },
-                "Master": { "replicas": 1, "template": { "spec": { "containers": [
-                    { "name": "tensorflow", "image": "busybox" }
-                ] } } },
                 "PS": { "replicas": 2, "template": { "spec": { "containers": [
                     { "name": "tensorflow", "image": "busybox" }
                 ] } } },
@@ -40,7 +37,6 @@ async fn a_job_gets_its_pods_and_succeeds() {
             ("test-chief-0", &[]),
             ("test-evaluator-0", &[]),
             ("test-evaluator-1", &[]),
-            ("test-master-0", &[]),
             ("test-ps-0", &[]),
             ("test-ps-1", &[]),
             ("test-worker-0", &[]),

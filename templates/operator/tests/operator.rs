@@ -23,7 +23,7 @@ async fn a_job_gets_its_pods_and_succeeds() {
                     { "name": "{{ m.container }}", "image": "busybox" }
                 ] } } },
 {%- endfor %}
-            } },
+            }{% for (field, value) in m.test_job %}, "{{ field }}": {{ value|safe }}{% endfor %} },
         }),
         container: "{{ m.container }}",
         pods: &[

@@ -24,6 +24,7 @@ use kfop_runtime::api::{ReplicaSpec, RunPolicy};
     role(name = "Evaluator", restart_policy = "Never", default_replicas = 1),
     role(
         name = "Master",
+        master,
         restart_policy = "Never",
         max_replicas = 1,
         default_replicas = 1
