@@ -1,0 +1,100 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! The Grafana dashboard (`deploy/grafana-dashboard.json`) queries only metrics the operator
+//! exports: a renamed metric fails here, not on a platform team's screen.
+use std::collections::BTreeSet;
+
+use kfop_runtime::metrics::{self, ClientRequestLabels, Metrics, ReconcileResult};
+use kfop_runtime::serde_json;
+
+const PREFIXES: [&str; 3] = ["training_operator_", "controller_runtime_", "kfop_"];
+
+/// The metric names a PromQL expression reads.
+fn metric_names(expr: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for prefix in PREFIXES {
+        for (at, _) in expr.match_indices(prefix) {
+            let name: String = expr[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            names.insert(name);
+        }
+    }
+    names
+}
+
+/// The family an exported sample name belongs to (`x_total` of counter `x`, `x_bucket` of
+/// histogram `x`).
+fn family(sample: &str) -> &str {
+    let sample = ["_bucket", "_sum", "_count"]
+        .iter()
+        .find_map(|s| sample.strip_suffix(s))
+        .unwrap_or(sample);
+    sample.strip_suffix("_total").unwrap_or(sample)
+}
+
+/// What the operator exports once every family has a series (an empty family is not encoded).
+fn exported() -> String {
+    let metrics = Metrics::new();
+    metrics.job_created("ns", "pytorch");
+    metrics.job_deleted("ns", "pytorch");
+    metrics.job_succeeded("ns", "pytorch");
+    metrics.job_failed("ns", "pytorch");
+    metrics.job_restarted("ns", "pytorch");
+    metrics.controller_started("pytorchjob-controller");
+    metrics
+        .reconcile("pytorchjob-controller")
+        .set_result(ReconcileResult::Error);
+    let labels = ClientRequestLabels {
+        verb: "create",
+        resource: "pods".to_owned(),
+        code: "201".to_owned(),
+    };
+    metrics::client().requests.get_or_create(&labels).inc();
+    metrics.encode()
+}
+
+#[test]
+fn every_panel_queries_exported_metrics() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/deploy/grafana-dashboard.json"
+    ))
+    .unwrap();
+    let dashboard: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let exported = exported();
+    let panels = dashboard["panels"].as_array().unwrap();
+    assert!(panels.len() >= 6, "{} panels", panels.len());
+    let mut ids = BTreeSet::new();
+    let mut queried = BTreeSet::new();
+    for panel in panels {
+        assert!(ids.insert(panel["id"].as_u64().unwrap()), "panel ids are unique");
+        let targets = panel["targets"].as_array().unwrap();
+        assert!(!targets.is_empty(), "{} has no query", panel["title"]);
+        for target in targets {
+            let names = metric_names(target["expr"].as_str().unwrap());
+            assert!(
+                !names.is_empty(),
+                "{}: no operator metric in {}",
+                panel["title"],
+                target["expr"]
+            );
+            queried.extend(names);
+        }
+    }
+    for name in &queried {
+        let family = family(name);
+        assert!(
+            exported.contains(&format!("# TYPE {family} ")),
+            "the dashboard queries {name}, but the operator exports no {family}:\n{exported}"
+        );
+    }
+    // Every family the operator exports is on the dashboard.
+    for line in exported.lines().filter_map(|l| l.strip_prefix("# TYPE ")) {
+        let family = line.split(' ').next().unwrap();
+        assert!(
+            queried.iter().any(|q| self::family(q) == family),
+            "{family} is on no panel"
+        );
+    }
+}
