@@ -104,18 +104,6 @@ impl<H: Hooks> Framework for H {
         Hooks::decorate_pod(self, ctx, template)
     }
 
-    fn success_policy(&self, job: &Self::Job, specs: &BTreeMap<String, ReplicaSpec>) -> SuccessPolicy {
-        let _ = job;
-        match &self.manifest().status {
-            StatusRule::SuccessRules { rules, .. } => SuccessPolicy::first_present(rules, specs),
-            StatusRule::LeaderOrFollowers { leader, followers } => {
-                let leader = leader.as_deref().filter(|l| specs.contains_key(*l));
-                SuccessPolicy::AllOf(leader.unwrap_or(followers).to_owned())
-            }
-            StatusRule::Hook => SuccessPolicy::master_else_all(self.info(), specs),
-        }
-    }
-
     fn update_status(&self, job: &Self::Job, update: &mut StatusUpdate<'_>) {
         match &self.manifest().status {
             StatusRule::SuccessRules {

@@ -149,17 +149,12 @@ pub trait Framework: Send + Sync + 'static {
         Ok(())
     }
 
-    /// When the job has succeeded. Default: every master replica succeeded, or without a
-    /// master in the job, every replica of every role.
-    fn success_policy(&self, job: &Self::Job, specs: &BTreeMap<String, ReplicaSpec>) -> SuccessPolicy {
-        let _ = job;
-        SuccessPolicy::master_else_all(self.info(), specs)
-    }
-
     /// Sets the job's conditions from its replicas' states after the pods were reconciled.
-    /// Default: [`StatusUpdate::apply_policy`] with [`Framework::success_policy`].
+    /// Default: [`StatusUpdate::apply_policy`] with every master replica succeeded as success,
+    /// or without a master in the job, every replica of every role.
     fn update_status(&self, job: &Self::Job, update: &mut StatusUpdate<'_>) {
-        let policy = self.success_policy(job, update.specs());
+        let _ = job;
+        let policy = SuccessPolicy::master_else_all(self.info(), update.specs());
         update.apply_policy(&policy);
     }
 
