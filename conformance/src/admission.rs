@@ -479,7 +479,7 @@ async fn answers(client: &Client, cases: &[AdmissionCase]) -> Result<Vec<Answer>
         let kind = case.kind()?;
         let mut job = case.job.clone();
         if let Some(object) = job.as_object_mut() {
-            object.insert("apiVersion".to_owned(), Value::from("kubeflow.org/v1"));
+            object.insert("apiVersion".to_owned(), Value::from(kind.api_version()));
             object.insert("kind".to_owned(), Value::from(kind.kind));
         }
         let job: DynamicObject =

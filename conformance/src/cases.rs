@@ -30,6 +30,11 @@ pub struct Kind {
     pub container: &'static str,
     /// The peer (folder under `testenv/peers/`) whose operator its cases run under.
     pub peer: &'static str,
+    /// The API version both operators serve (`v1`; MPIJob `v2beta1`).
+    pub version: &'static str,
+    /// The role whose pod a batch Job of the operator's runs (MPIJob's Launcher): its pod is
+    /// `<job>-<type>-<random>`, which snapshots key as `<job>-<type>-<random>` on both sides.
+    pub batch_role: Option<&'static str>,
 }
 
 /// The Kubeflow release most kinds are judged by.
@@ -37,14 +42,17 @@ const V1_8_1: &str = peer::TRAINING_OPERATOR;
 
 /// The kinds both operators serve from one CRD. JAXJob exists only from Kubeflow v1.9, which
 /// judges it; v1.9 dropped MXJob, so v1.8.1 stays the judge of the others. MPIJob is v1 in
-/// training-operator and v2beta1 in kfop, two APIs of one CRD name.
-pub const KINDS: [Kind; 6] = [
+/// training-operator and v2beta1 in kfop, two APIs of one CRD name: mpi-operator v0.6.0, whose
+/// API kfop's is, judges it.
+pub const KINDS: [Kind; 7] = [
     Kind {
         kind: "PyTorchJob",
         plural: "pytorchjobs",
         specs: "pytorchReplicaSpecs",
         container: "pytorch",
         peer: V1_8_1,
+        version: "v1",
+        batch_role: None,
     },
     Kind {
         kind: "TFJob",
@@ -52,6 +60,8 @@ pub const KINDS: [Kind; 6] = [
         specs: "tfReplicaSpecs",
         container: "tensorflow",
         peer: V1_8_1,
+        version: "v1",
+        batch_role: None,
     },
     Kind {
         kind: "XGBoostJob",
@@ -59,6 +69,8 @@ pub const KINDS: [Kind; 6] = [
         specs: "xgbReplicaSpecs",
         container: "xgboost",
         peer: V1_8_1,
+        version: "v1",
+        batch_role: None,
     },
     Kind {
         kind: "PaddleJob",
@@ -66,6 +78,8 @@ pub const KINDS: [Kind; 6] = [
         specs: "paddleReplicaSpecs",
         container: "paddle",
         peer: V1_8_1,
+        version: "v1",
+        batch_role: None,
     },
     Kind {
         kind: "MXJob",
@@ -73,6 +87,8 @@ pub const KINDS: [Kind; 6] = [
         specs: "mxReplicaSpecs",
         container: "mxnet",
         peer: V1_8_1,
+        version: "v1",
+        batch_role: None,
     },
     Kind {
         kind: "JAXJob",
@@ -80,8 +96,24 @@ pub const KINDS: [Kind; 6] = [
         specs: "jaxReplicaSpecs",
         container: "jax",
         peer: peer::TRAINING_OPERATOR_V1_9_0,
+        version: "v1",
+        batch_role: None,
+    },
+    Kind {
+        kind: "MPIJob",
+        plural: "mpijobs",
+        specs: "mpiReplicaSpecs",
+        container: "mpi",
+        peer: peer::MPI_OPERATOR_V0_6_0,
+        version: "v2beta1",
+        batch_role: Some("Launcher"),
     },
 ];
+
+/// Cases the differential run leaves out unless `KFOP_CONFORMANCE_CASES` names them
+/// ([`crate::runner::Options::only`]): MPIJob cases whose differences are timing-dependent or
+/// not yet fixed or declared (`cases/mpijob-pending.md`).
+pub const OPT_IN_CASES: [&str; 2] = ["mpi-suspend-resume", "mpi-created-suspended"];
 
 /// The peers judging [`KINDS`], each once, in the order of the kinds.
 pub fn peers() -> Vec<&'static str> {
@@ -104,11 +136,15 @@ impl Kind {
         self.kind.to_ascii_lowercase()
     }
 
+    pub fn api_version(&self) -> String {
+        format!("kubeflow.org/{}", self.version)
+    }
+
     pub fn resource(&self) -> ApiResource {
         ApiResource {
             group: "kubeflow.org".to_owned(),
-            version: "v1".to_owned(),
-            api_version: "kubeflow.org/v1".to_owned(),
+            version: self.version.to_owned(),
+            api_version: self.api_version(),
             kind: self.kind.to_owned(),
             plural: self.plural.to_owned(),
         }
@@ -212,7 +248,8 @@ pub struct Case {
 }
 
 impl Case {
-    /// The pods Kubeflow names for the spec: `<job>-<lowercased type>-<index>`.
+    /// The pods Kubeflow names for the spec: `<job>-<lowercased type>-<index>`; the batch
+    /// role's one pod `<job>-<lowercased type>-<random>` (the key snapshots give it).
     pub fn expected_pods(&self) -> Vec<String> {
         let specs = self.job["spec"][self.kind.specs]
             .as_object()
@@ -222,7 +259,15 @@ impl Case {
             .iter()
             .flat_map(|(role, spec)| {
                 let replicas = spec["replicas"].as_u64().unwrap_or(1);
-                (0..replicas).map(move |i| format!("{}-{}-{i}", self.name, role.to_ascii_lowercase()))
+                let batch = self.kind.batch_role == Some(role.as_str());
+                (0..replicas).map(move |i| {
+                    let index = if batch {
+                        crate::snapshot::RANDOM_SUFFIX.to_owned()
+                    } else {
+                        i.to_string()
+                    };
+                    format!("{}-{}-{index}", self.name, role.to_ascii_lowercase())
+                })
             })
             .collect()
     }
@@ -329,7 +374,7 @@ pub fn load_examples(cases_file: &Path, modules: &[(&str, PathBuf)]) -> Result<V
                     format!("two peers judge a job of this name: {}", other.display()),
                 ));
             }
-            // A job of a kind nobody judges (MPIJob) is every module's to list or skip.
+            // A job of a kind nobody judges is every module's to list or skip.
             let ours = judges.iter().any(|j| j.is_none_or(|p| p == *peer));
             if ours && !listed.contains(relative.as_str()) {
                 unlisted.push(path.display().to_string());
@@ -449,6 +494,10 @@ struct Base {
     /// Variables of this kind for the variants (`${ends}`: the pods whose success ends it).
     #[serde(default)]
     vars: BTreeMap<String, Value>,
+    /// Only the variants naming this kind in their `kinds` apply (MPIJob: a launcher Job and
+    /// workers, not the replica lifecycles of the others).
+    #[serde(default)]
+    explicit: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -487,7 +536,8 @@ pub fn load_variants(cases_file: &Path) -> Result<Vec<Case>> {
     let mut cases = Vec::new();
     for variant in &file.variants {
         for (kind_name, base) in &file.bases {
-            if !variant.kinds.is_empty() && !variant.kinds.contains(kind_name) {
+            let named = variant.kinds.contains(kind_name);
+            if (!variant.kinds.is_empty() || base.explicit) && !named {
                 continue;
             }
             let kind = Kind::named(kind_name).ok_or_else(|| {
@@ -545,7 +595,7 @@ fn base_job(kind: Kind, base: &Base, image: &str, name: &str) -> Value {
     let mut spec = base.spec.clone();
     spec.insert(kind.specs.to_owned(), Value::Object(specs));
     json!({
-        "apiVersion": "kubeflow.org/v1",
+        "apiVersion": kind.api_version(),
         "kind": kind.kind,
         "metadata": { "name": name },
         "spec": spec,
@@ -749,6 +799,7 @@ mod tests {
             roles: BTreeMap::from([("Master".to_owned(), 1), ("Worker".to_owned(), 2)]),
             spec: Map::new(),
             vars: BTreeMap::new(),
+            explicit: false,
         };
         let mut job = base_job(kind, &base, "img", "pt-x");
         let patch = json!({ "runPolicy": { "cleanPodPolicy": "All" }, "replicaSpecs": { "Worker": { "restartPolicy": "Never" } } });

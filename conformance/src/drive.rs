@@ -411,11 +411,26 @@ fn expected(case: &Case, step: &Step, snapshot: &Value) -> bool {
             if snapshot["job"]["spec"].is_object() {
                 now.job["spec"] = snapshot["job"]["spec"].clone();
             }
+            // mpi-operator sets Running from the launcher Job's status, which the Job controller
+            // writes up to a second after the pod runs: wait for the condition too.
             now.expected_pods()
                 .iter()
                 .all(|p| snapshot["pods"][p]["phase"] == "Running")
+                && (case.kind.batch_role.is_none() || condition("Running"))
         }
         Step::Finished => gone || condition("Succeeded") || condition("Failed"),
+        // The launcher's end is the job's (through the batch Job's own status first): wait for
+        // the operator to finish the job, not only for the pod to end.
+        // ... and for it to delete the pods its cleanPodPolicy (Running or All) names, which
+        // mpi-operator does on the pass after the one that wrote Succeeded.
+        Step::Exit(exit) if ends_batch_role(case, exit) => {
+            let policy = &case.job["spec"]["runPolicy"]["cleanPodPolicy"];
+            let cleans = policy == "Running" || policy == "All";
+            let running = snapshot["pods"]
+                .as_object()
+                .is_some_and(|pods| pods.values().any(|p| p["phase"] == "Running"));
+            gone || ((condition("Succeeded") || condition("Failed")) && !(cleans && running))
+        }
         Step::Suspend => condition("Suspended"),
         // Pods may wait for a gang (a later `running` step waits for them).
         Step::Resume => !condition("Suspended"),
@@ -425,4 +440,12 @@ fn expected(case: &Case, step: &Step, snapshot: &Value) -> bool {
         }
         _ => true,
     }
+}
+
+/// Whether `exit` ends the pod of the kind's batch role (MPIJob's `launcher-*`).
+fn ends_batch_role(case: &Case, exit: &Exit) -> bool {
+    case.kind.batch_role.is_some_and(|role| {
+        let prefix = format!("{}-", role.to_ascii_lowercase());
+        exit.pods.iter().any(|p| p.starts_with(&prefix))
+    })
 }

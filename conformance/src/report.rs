@@ -71,6 +71,13 @@ pub struct Report {
     pub versions: Vec<(&'static str, String)>,
 }
 
+/// The operator judging `kind`: its peer folder without the version (`mpi-operator-v0.6.0` ->
+/// `mpi-operator`).
+fn operator_of(kind: &str) -> &'static str {
+    let peer = Kind::named(kind).map_or("?", |k| k.peer);
+    peer.split_once("-v").map_or(peer, |(name, _)| name)
+}
+
 impl Report {
     pub fn new(
         records: Vec<CaseRecord>,
@@ -125,22 +132,38 @@ impl Report {
             .map_or("?", |(_, v)| v.as_str())
     }
 
-    /// `v1.8.1 (MXJob, PyTorchJob) and v1.9.0 (JAXJob)`: each release with the kinds it judged.
+    /// `training-operator v1.8.1 (MXJob, PyTorchJob) and v1.9.0 (JAXJob) and mpi-operator
+    /// v0.6.0 (MPIJob)`: each release with the kinds it judged, the operator named when it
+    /// changes.
     fn judges(&self) -> String {
-        let mut by_version: Vec<(&str, BTreeSet<&str>)> = Vec::new();
+        let mut by_version: Vec<(&str, &str, BTreeSet<&str>)> = Vec::new();
         for record in &self.records {
+            let operator = operator_of(record.kind);
             let version = self.version_of(record.kind);
-            match by_version.iter_mut().find(|(v, _)| *v == version) {
-                Some((_, kinds)) => {
+            match by_version
+                .iter_mut()
+                .find(|(o, v, _)| *o == operator && *v == version)
+            {
+                Some((_, _, kinds)) => {
                     kinds.insert(record.kind);
                 }
-                None => by_version.push((version, BTreeSet::from([record.kind]))),
+                None => by_version.push((operator, version, BTreeSet::from([record.kind]))),
             }
         }
         by_version.sort();
+        let mut previous = "";
         by_version
             .iter()
-            .map(|(v, kinds)| format!("{v} ({})", kinds.iter().copied().collect::<Vec<_>>().join(", ")))
+            .map(|(operator, v, kinds)| {
+                let kinds = kinds.iter().copied().collect::<Vec<_>>().join(", ");
+                let named = if *operator == previous {
+                    format!("{v} ({kinds})")
+                } else {
+                    format!("{operator} {v} ({kinds})")
+                };
+                previous = operator;
+                named
+            })
             .collect::<Vec<_>>()
             .join(" and ")
     }
@@ -163,7 +186,7 @@ impl Report {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "## Differential conformance: Kubeflow training-operator {} vs kfop\n\n\
+            "## Differential conformance: Kubeflow {} vs kfop\n\n\
              | kind | Kubeflow | cases | identical | declared differences | undeclared |\n\
              |---|---|---|---|---|---|",
             self.judges()

@@ -31,6 +31,10 @@ const JOB_NAME_LABEL: &str = "training.kubeflow.org/job-name";
 /// Annotation prefixes that are the test's or kwok's, not an operator's.
 const FOREIGN_ANNOTATIONS: [&str; 2] = ["kwok.kfop.dev/", "kwok.x-k8s.io/"];
 
+/// What a generated name's random suffix becomes: a pod a batch Job creates
+/// (`<job>-launcher-x7k2p`) is keyed `<job>-launcher-<random>` on both sides.
+pub const RANDOM_SUFFIX: &str = "<random>";
+
 /// The part of a snapshot that is context for the comparison, not compared.
 pub const META: &str = "meta";
 
@@ -58,12 +62,24 @@ pub async fn capture(side: &Side, case: &Case, depth: Depth) -> Result<Value> {
         .await
         .map_err(Error::kube(format!("reading {} {}", case.kind.kind, case.name)))?;
     let pods: Vec<Pod> = list(side, &by_job, "pods").await?;
-    let services: Vec<Service> = list(side, &by_job, "services").await?;
+    // mpi-operator's Service has only an `app` label: services the job controls count too.
+    let services: Vec<Service> = list::<Service>(side, &ListParams::default(), "services")
+        .await?
+        .into_iter()
+        .filter(|s| {
+            let labelled = s
+                .metadata
+                .labels
+                .as_ref()
+                .is_some_and(|l| l.get(JOB_NAME_LABEL) == Some(&case.name));
+            labelled || controlled_by(&s.metadata, case)
+        })
+        .collect();
     let (events, recorded) = events(side, case).await?;
     let mut snapshot = json!({
         "meta": { "eventsRecorded": recorded },
         "job": job.map(job_view),
-        "pods": keyed(pods.into_iter().map(|p| (name(&p.metadata), pod_view(p)))),
+        "pods": pods_keyed(pods),
         "services": keyed(services.into_iter().map(|s| (name(&s.metadata), service_view(s)))),
         "events": events,
     });
@@ -90,6 +106,47 @@ where
 
 fn name(meta: &ObjectMeta) -> String {
     meta.name.clone().unwrap_or_default()
+}
+
+/// A pod's name, or for one named from a `generateName` (a batch Job's), that prefix and
+/// [`RANDOM_SUFFIX`].
+fn pod_key(meta: &ObjectMeta) -> String {
+    let name = name(meta);
+    match meta.generate_name.as_deref() {
+        Some(prefix) if !prefix.is_empty() && name.starts_with(prefix) => format!("{prefix}{RANDOM_SUFFIX}"),
+        _ => name,
+    }
+}
+
+/// Pods by [`pod_key`]; a key repeated (a batch Job's retried pod) gets `#<n>` in creation
+/// order.
+fn pods_keyed(mut pods: Vec<Pod>) -> Value {
+    pods.sort_by(|a, b| {
+        let created = |p: &Pod| p.metadata.creation_timestamp.clone().map(|t| t.0);
+        created(a)
+            .cmp(&created(b))
+            .then_with(|| name(&a.metadata).cmp(&name(&b.metadata)))
+    });
+    let mut by_key = Map::new();
+    for pod in pods {
+        let key = pod_key(&pod.metadata);
+        let mut unique = key.clone();
+        let mut n = 1;
+        while by_key.contains_key(&unique) {
+            n += 1;
+            unique = format!("{key}#{n}");
+        }
+        by_key.insert(unique, pod_view(pod));
+    }
+    Value::Object(by_key)
+}
+
+/// Whether the job `case` is `meta`'s controller (by kind and name; the UID is per side).
+fn controlled_by(meta: &ObjectMeta, case: &Case) -> bool {
+    meta.owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.kind == case.kind.kind && o.name == case.name)
 }
 
 fn keyed(items: impl Iterator<Item = (String, Value)>) -> Value {
@@ -280,12 +337,7 @@ async fn owned(side: &Side, case: &Case) -> Result<Value> {
     let all = ListParams::default();
     let mut found = Map::new();
     let mut add = |kind: &str, meta: &ObjectMeta, content: Value| {
-        let controlled = meta
-            .owner_references
-            .iter()
-            .flatten()
-            .any(|o| o.kind == case.kind.kind && o.name == case.name);
-        if controlled {
+        if controlled_by(meta, case) {
             let mut view = meta_view(meta);
             view["content"] = content;
             found.insert(format!("{kind}/{}", name(meta)), view);
