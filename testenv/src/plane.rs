@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use kube::Client;
-use tracing::instrument::WithSubscriber;
 use serde::{Deserialize, Serialize};
+use tracing::instrument::WithSubscriber;
 
 use crate::assets::{Assets, KWOK_CONFIG};
 use crate::kubeconfig;
