@@ -30,13 +30,7 @@ mod timeline;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,kube_client=off,kube_runtime=warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    kfop_runtime::operator::init_logging("info,kube_client=off,kube_runtime=warn");
     let args = cli::Args::parse();
     if let Some(duration) = args.soak {
         let mut args = args.clone();

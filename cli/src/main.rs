@@ -12,13 +12,7 @@ fn say(text: &str) {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,kube_client::client::builder=off".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    kfop_runtime::operator::init_logging("info,kube_client::client::builder=off");
     let cli = Cli::parse();
     let result = match cli.command {
         Command::New(args) => commands::codegen::new(&args).map(|dir| {

@@ -162,6 +162,17 @@ enum SingleCommand {
     Crd,
 }
 
+/// Logs to stderr, filtered by `RUST_LOG`, else by `default_filter` (e.g. `"warn"`): what every
+/// kfop binary's `main` starts with.
+pub fn init_logging(default_filter: &str) {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| default_filter.into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+}
+
 /// The whole `main` of a one-framework operator: logging, flags, `crd` to print the CRD, else
 /// run until SIGTERM.
 pub async fn main<F>() -> ExitCode
@@ -169,13 +180,7 @@ where
     F: Framework + Default,
     F::Job: CustomResourceExt,
 {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,kube_client::client::builder=off".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    init_logging("info,kube_client::client::builder=off");
     let framework = F::default();
     let info = <F::Job as TrainingJob>::framework_info();
     let kind = <F::Job as kube::Resource>::kind(&());

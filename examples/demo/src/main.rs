@@ -29,12 +29,7 @@ struct Cli {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    kfop_runtime::operator::init_logging("warn");
     let cli = Cli::parse();
     let enabled = match schemes::parse(&cli.enable_scheme) {
         Ok(s) => s,
