@@ -104,8 +104,8 @@ struct RawStatus {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RawContainer {
     name: S<String>,
-    port_name: S<String>,
-    port: S<i64>,
+    port_name: Option<S<String>>,
+    port: Option<S<i64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -160,8 +160,8 @@ pub struct Model {
     pub replica_specs_field: String,
     pub replica_specs_rust: String,
     pub container: String,
-    pub port_name: String,
-    pub port: i32,
+    /// The default port's name and number, if any.
+    pub port: Option<(String, i32)>,
     pub roles: Vec<RoleModel>,
     pub scale: Option<String>,
     pub resources: BTreeSet<Resource>,
@@ -455,23 +455,7 @@ fn validate(raw: Raw, c: &Checker<'_>) -> Result<Model, ManifestError> {
             "must be a DNS label, e.g. `foo`",
         ));
     }
-    if !is_dns_label(&container.port_name.value) || container.port_name.value.len() > 15 {
-        return Err(c.err(
-            &container.port_name,
-            "spec.container.portName",
-            "must be a DNS label of at most 15 characters (a Kubernetes port name), e.g. `foo-port`",
-        ));
-    }
-    let port = i32::try_from(container.port.value)
-        .ok()
-        .filter(|p| (1..=65535).contains(p))
-        .ok_or_else(|| {
-            c.err(
-                &container.port,
-                "spec.container.port",
-                format!("{} is not a port; use 1-65535", container.port.value),
-            )
-        })?;
+    let port = validate_port(container.port_name.as_ref(), container.port.as_ref(), c)?;
 
     let roles = validate_roles(&spec.roles, c)?;
     let role_names: Vec<&str> = roles.iter().map(|r| r.name.as_str()).collect();
@@ -534,8 +518,15 @@ fn validate(raw: Raw, c: &Checker<'_>) -> Result<Model, ManifestError> {
         }
         match (&e.value, &e.field_ref) {
             (Some(v), None) => {
-                Template::parse(&v.value, &role_names)
+                let template = Template::parse(&v.value, &role_names)
                     .map_err(|t| c.err(v, &format!("{field}.value"), t.message))?;
+                if template.uses_port() && port.is_none() {
+                    return Err(c.err(
+                        v,
+                        &format!("{field}.value"),
+                        "reads {port.<Role>} but the framework declares no port; add spec.container.portName and port",
+                    ));
+                }
             }
             (None, Some(_)) => {}
             _ => {
@@ -637,7 +628,6 @@ fn validate(raw: Raw, c: &Checker<'_>) -> Result<Model, ManifestError> {
         replica_specs_rust: replica_specs_field.to_snake_case(),
         replica_specs_field,
         container: container.name.value,
-        port_name: container.port_name.value,
         port,
         roles,
         scale,
@@ -653,6 +643,50 @@ fn validate(raw: Raw, c: &Checker<'_>) -> Result<Model, ManifestError> {
             .map(|(k, v)| (k.clone(), v.to_string()))
             .collect(),
     })
+}
+
+/// `spec.container.portName` and `port`: both (a named port added to the container) or neither.
+fn validate_port(
+    name: Option<&S<String>>,
+    port: Option<&S<i64>>,
+    c: &Checker<'_>,
+) -> Result<Option<(String, i32)>, ManifestError> {
+    let (name, port) = match (name, port) {
+        (None, None) => return Ok(None),
+        (Some(name), Some(port)) => (name, port),
+        (Some(name), None) => {
+            return Err(c.err(
+                name,
+                "spec.container.port",
+                "portName needs a port number, e.g. `port: 23456`; or remove portName",
+            ));
+        }
+        (None, Some(port)) => {
+            return Err(c.err(
+                port,
+                "spec.container.portName",
+                "port needs a name, e.g. `portName: foo-port`; or remove port",
+            ));
+        }
+    };
+    if !is_dns_label(&name.value) || name.value.len() > 15 {
+        return Err(c.err(
+            name,
+            "spec.container.portName",
+            "must be a DNS label of at most 15 characters (a Kubernetes port name), e.g. `foo-port`",
+        ));
+    }
+    let number = i32::try_from(port.value)
+        .ok()
+        .filter(|p| (1..=65535).contains(p))
+        .ok_or_else(|| {
+            c.err(
+                port,
+                "spec.container.port",
+                format!("{} is not a port; use 1-65535", port.value),
+            )
+        })?;
+    Ok(Some((name.value.clone(), number)))
 }
 
 /// Checks that a role field names a declared role, returning its canonical name.

@@ -178,6 +178,11 @@ fn malformed_manifests() {
             "spec.masterPods: `first` is not `roles` (the master roles' pods) or `indexZero`",
         ),
         ("port: 9999", "port: many", "kfop.yaml:12:11: invalid i64"),
+        (
+            "    port: 9999\n",
+            "",
+            "kfop.yaml:11:15: spec.container.port: portName needs a port number",
+        ),
         ("  group:", "  groop: x\n  group:", "unknown field `groop`"),
         (
             "    - name: Worker\n",
@@ -199,4 +204,22 @@ fn malformed_manifests() {
 fn unreadable_manifest_says_how_to_make_one() {
     let err = kfop::manifest::load(Path::new("/nonexistent/kfop.yaml")).unwrap_err();
     assert!(err.to_string().contains("create one with `kfop new`"), "{err}");
+}
+
+#[test]
+fn a_framework_without_a_port() {
+    let no_port = GOOD.replacen("    portName: foo-port\n    port: 9999\n", "", 1);
+    let m = parse(&no_port, Path::new("kfop.yaml")).unwrap();
+    assert_eq!(m.port, None);
+    // A template reading a port then has none to read.
+    let reads_port = no_port.replacen("{rank}", "{port.Master}", 1);
+    let err = parse(&reads_port, Path::new("kfop.yaml"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(
+            "kfop.yaml:18:14: spec.env[0].value: reads {port.<Role>} but the framework declares no port"
+        ),
+        "{err}"
+    );
 }

@@ -66,7 +66,9 @@ fn check(text: &str) -> Result<(), TestCaseError> {
     match parse(text, Path::new("kfop.yaml")) {
         Ok(model) => {
             prop_assert!(!model.roles.is_empty());
-            prop_assert!((1..=65535).contains(&model.port));
+            if let Some((name, port)) = &model.port {
+                prop_assert!((1..=65535).contains(port) && !name.is_empty() && name.len() <= 15);
+            }
             let roles: Vec<&str> = model.roles.iter().map(|r| r.name.as_str()).collect();
             for env in &model.env {
                 prop_assert!(env.value.is_some() != env.field_ref.is_some());

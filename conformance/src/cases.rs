@@ -110,11 +110,6 @@ pub const KINDS: [Kind; 7] = [
     },
 ];
 
-/// Cases the differential run leaves out unless `KFOP_CONFORMANCE_CASES` names them
-/// ([`crate::runner::Options::only`]): MPIJob cases whose differences are timing-dependent or
-/// not yet fixed or declared (`cases/mpijob-pending.md`).
-pub const OPT_IN_CASES: [&str; 2] = ["mpi-suspend-resume", "mpi-created-suspended"];
-
 /// The peers judging [`KINDS`], each once, in the order of the kinds.
 pub fn peers() -> Vec<&'static str> {
     let mut peers: Vec<&'static str> = Vec::new();

@@ -392,6 +392,7 @@ fn from_json<T: serde::de::DeserializeOwned>(value: Value) -> Result<T> {
 fn expectation(step: &Step) -> &'static str {
     match step {
         Step::Running => "every replica's pod Running",
+        Step::Settle => "Created",
         Step::Finished => "Succeeded or Failed",
         Step::Suspend => "Suspended",
         Step::Resume => "not Suspended",
@@ -418,6 +419,8 @@ fn expected(case: &Case, step: &Step, snapshot: &Value) -> bool {
                 .all(|p| snapshot["pods"][p]["phase"] == "Running")
                 && (case.kind.batch_role.is_none() || condition("Running"))
         }
+        // At least one pass of the operator: a loaded peer may not have seen the job yet.
+        Step::Settle => gone || condition("Created"),
         Step::Finished => gone || condition("Succeeded") || condition("Failed"),
         // The launcher's end is the job's (through the batch Job's own status first): wait for
         // the operator to finish the job, not only for the pod to end.
@@ -431,9 +434,19 @@ fn expected(case: &Case, step: &Step, snapshot: &Value) -> bool {
                 .is_some_and(|pods| pods.values().any(|p| p["phase"] == "Running"));
             gone || ((condition("Succeeded") || condition("Failed")) && !(cleans && running))
         }
-        Step::Suspend => condition("Suspended"),
+        // mpi-operator reports from the launcher Job and the pods it sees on later syncs, a
+        // moment after the condition: for MPIJob wait until the pods are gone (suspend) or run
+        // again with the job Running (resume).
+        Step::Suspend => {
+            condition("Suspended")
+                && (case.kind.batch_role.is_none()
+                    || snapshot["pods"].as_object().is_none_or(|p| p.is_empty()))
+        }
         // Pods may wait for a gang (a later `running` step waits for them).
-        Step::Resume => !condition("Suspended"),
+        Step::Resume => {
+            !condition("Suspended")
+                && (case.kind.batch_role.is_none() || expected(case, &Step::Running, snapshot))
+        }
         Step::Delete | Step::Gone => {
             gone && snapshot["pods"].as_object().is_none_or(|p| p.is_empty())
                 && snapshot["services"].as_object().is_none_or(|s| s.is_empty())

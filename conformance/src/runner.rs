@@ -91,14 +91,7 @@ pub fn corpus(options: &Options, modules: &[(&str, PathBuf)]) -> Result<Vec<Case
     }
     Ok(all
         .into_iter()
-        .filter(|c| {
-            if options.only.is_empty() {
-                // A case whose differences are still being declared runs only when named.
-                !cases::OPT_IN_CASES.contains(&c.name.as_str())
-            } else {
-                options.only.iter().any(|p| glob::matches(p, &c.name))
-            }
-        })
+        .filter(|c| options.only.is_empty() || options.only.iter().any(|p| glob::matches(p, &c.name)))
         .collect())
 }
 

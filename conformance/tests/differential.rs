@@ -1,7 +1,6 @@
 //! Kubeflow as the oracle: every case of the corpus (the job examples of the training-operator
 //! modules, v1.8.1's and v1.9.0's JAXJob ones, mpi-operator v0.6.0's MPIJob ones, and the
-//! generated variants, `cases/`; MPIJob's only when `KFOP_CONFORMANCE_CASES` names them, see
-//! `cases/mpijob-pending.md`) runs under Kubeflow (the release judging its kind) and under kfop
+//! generated variants, `cases/`) runs under Kubeflow (the release judging its kind) and under kfop
 //! on one private plane, and the snapshots after every step must agree but for the differences
 //! declared in `allowed-differences.yaml`. Prints the report (and writes it, with every difference and every
 //! snapshot as JSON, under the target's tmp dir); `KFOP_CONFORMANCE_CASES=glob,glob` runs a

@@ -50,8 +50,8 @@ pub struct Job {
     pub controller: String,
     pub framework: String,
     pub container: String,
-    pub port_name: String,
-    pub port: i32,
+    /// The default port's name and number, if the framework has one.
+    pub port: Option<(String, i32)>,
     /// The role whose replica count the scale subresource exposes.
     pub scale: Option<String>,
     pub roles: Vec<Role>,
@@ -167,18 +167,25 @@ fn check(args: JobArgs) -> darling::Result<Job> {
         "container",
         "the default container, e.g. container = \"pytorch\"",
     );
-    let port_name = required(
-        &mut errors,
-        args.port_name,
-        "port_name",
-        "the default port's name, e.g. port_name = \"pytorchjob-port\"",
-    );
-    let port = required(
-        &mut errors,
-        args.port,
-        "port",
-        "the default port, e.g. port = 23456",
-    );
+    // The default port is optional, but a name without a number (or the reverse) is a mistake.
+    let (port_name, port) = match (args.port_name, args.port) {
+        (Some(name), None) => {
+            errors.push(darling::Error::custom(format!(
+                "#[training_job] has `port_name = \"{name}\"` but no `port`: add the port, e.g. port = 23456, or remove port_name"
+            )));
+            (None, None)
+        }
+        (None, Some(port)) => {
+            errors.push(
+                darling::Error::custom(
+                    "`port` needs `port_name`: add the port's name, e.g. port_name = \"pytorchjob-port\", or remove port",
+                )
+                .with_span(&port.span()),
+            );
+            (None, None)
+        }
+        pair => pair,
+    };
 
     if let Some(group) = &group
         && !group.contains('.')
@@ -255,8 +262,7 @@ fn check(args: JobArgs) -> darling::Result<Job> {
         controller: controller.unwrap_or_default(),
         framework: framework.unwrap_or_default(),
         container: container.unwrap_or_default(),
-        port_name: port_name.unwrap_or_default(),
-        port: port.unwrap_or_default(),
+        port: port_name.zip(port),
         scale: args.scale.map(SpannedValue::into_inner),
         roles,
     })

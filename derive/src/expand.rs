@@ -145,12 +145,17 @@ fn training_job_impl(job: &Job, spec: &Spec, kind: &Ident) -> TokenStream {
         controller,
         framework,
         container,
-        port_name,
         port,
         ..
     } = job;
     let roles = job.roles.iter().map(role_tokens);
-    let port = Literal::i32_unsuffixed(*port);
+    let port = match port {
+        Some((name, number)) => {
+            let number = Literal::i32_unsuffixed(*number);
+            quote!(::std::option::Option::Some(::kfop_runtime::FrameworkPort::new(#name, #number)))
+        }
+        None => quote!(::std::option::Option::None),
+    };
     // Spanned at the fields, so a field of the wrong type is reported there.
     let (specs, run) = (&spec.replica_specs.ident, &spec.run_policy.ident);
     let replica_specs = quote_spanned!(specs.span()=> &self.spec.#specs);
@@ -163,7 +168,6 @@ fn training_job_impl(job: &Job, spec: &Spec, kind: &Ident) -> TokenStream {
                         controller_name: ::std::string::String::from(#controller),
                         framework_name: ::std::string::String::from(#framework),
                         default_container: ::std::string::String::from(#container),
-                        default_port_name: ::std::string::String::from(#port_name),
                         default_port: #port,
                         roles: ::std::vec![#(#roles),*],
                     });

@@ -34,8 +34,9 @@
 //! # Arguments
 //!
 //! * Required: `group` (with a dot), `version`, `kind` (CamelCase), `controller`, `framework`,
-//!   `container`, `port_name`, `port` (1..=65535), and at least one `role(...)`.
-//! * Optional: `plural` (default: lower-case kind + `s`), `shortname` and `category`
+//!   `container`, and at least one `role(...)`.
+//! * Optional: `port_name` with `port` (1..=65535), the port added to the container (both or
+//!   neither), `plural` (default: lower-case kind + `s`), `shortname` and `category`
 //!   (repeatable; category defaults to `kubeflow`), `scale = "<Role>"` (the scale subresource
 //!   on that role's replicas), `restart_policy` (for roles that name none).
 //! * `role(name = "Worker", restart_policy = "OnFailure", master, default_replicas = n,

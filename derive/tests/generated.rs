@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kfop_runtime::api::{ReplicaSpec, RestartPolicy, RunPolicy};
 use kfop_runtime::kube::CustomResourceExt;
-use kfop_runtime::{Role, TrainingJob};
+use kfop_runtime::{FrameworkPort, Role, TrainingJob};
 use kinds::pytorchjob::{ParsePyTorchJobReplicaTypeError, PyTorchJob, PyTorchJobReplicaType, PyTorchJobSpec};
 use kinds::tfjob::{TFJob, TFJobReplicaType};
 use serde_json::{Value, json};
@@ -139,15 +139,13 @@ fn framework_info_comes_from_the_attribute() {
             info.controller_name.as_str(),
             info.framework_name.as_str(),
             info.default_container.as_str(),
-            info.default_port_name.as_str(),
-            info.default_port,
+            info.default_port.clone(),
         ),
         (
             "pytorchjob-controller",
             "pytorch",
             "pytorch",
-            "pytorchjob-port",
-            23456
+            Some(FrameworkPort::new("pytorchjob-port", 23456))
         )
     );
     assert_eq!(
@@ -159,12 +157,8 @@ fn framework_info_comes_from_the_attribute() {
     );
     let tf = TFJob::framework_info();
     assert_eq!(
-        (
-            tf.default_container.as_str(),
-            tf.default_port_name.as_str(),
-            tf.default_port
-        ),
-        ("tensorflow", "tfjob-port", 2222)
+        (tf.default_container.as_str(), tf.default_port.clone()),
+        ("tensorflow", Some(FrameworkPort::new("tfjob-port", 2222)))
     );
     let never = |name| Role::new(name, RestartPolicy::Never);
     assert_eq!(

@@ -31,7 +31,7 @@ pub fn defaulted_specs(
 /// Appends the framework port to the container named after the framework (else the first
 /// container) unless a port of that name exists.
 fn add_default_port(info: &FrameworkInfo, spec: &mut ReplicaSpec) {
-    let Some(pod) = spec.template.spec.as_mut() else {
+    let (Some(port), Some(pod)) = (&info.default_port, spec.template.spec.as_mut()) else {
         return;
     };
     let index = info.default_container_index(pod.containers.iter().map(|c| c.name.as_str()));
@@ -41,11 +41,11 @@ fn add_default_port(info: &FrameworkInfo, spec: &mut ReplicaSpec) {
     let ports = container.ports.get_or_insert_with(Vec::new);
     if !ports
         .iter()
-        .any(|p| p.name.as_deref() == Some(info.default_port_name.as_str()))
+        .any(|p| p.name.as_deref() == Some(port.name.as_str()))
     {
         ports.push(ContainerPort {
-            name: Some(info.default_port_name.clone()),
-            container_port: info.default_port,
+            name: Some(port.name.clone()),
+            container_port: port.number,
             ..ContainerPort::default()
         });
     }
@@ -55,15 +55,14 @@ fn add_default_port(info: &FrameworkInfo, spec: &mut ReplicaSpec) {
 mod tests {
     use super::*;
     use crate::api::RestartPolicy;
-    use crate::info::Role;
+    use crate::info::{FrameworkPort, Role};
 
     fn info() -> FrameworkInfo {
         FrameworkInfo {
             controller_name: "pytorchjob-controller".into(),
             framework_name: "pytorch".into(),
             default_container: "pytorch".into(),
-            default_port_name: "pytorchjob-port".into(),
-            default_port: 23456,
+            default_port: Some(FrameworkPort::new("pytorchjob-port", 23456)),
             roles: vec![
                 Role::new("Master", RestartPolicy::OnFailure).master(),
                 Role::new("Worker", RestartPolicy::OnFailure),
@@ -242,12 +241,13 @@ mod tests {
                         }
                         let (b_ports, a_ports) = (b.ports.clone().unwrap_or_default(), a.ports.clone().unwrap_or_default());
                         prop_assert_eq!(&a_ports[..b_ports.len()], &b_ports[..]);
-                        let named = |p: &ContainerPort| p.name.as_deref() == Some(info.default_port_name.as_str());
+                        let Some(port) = &info.default_port else { continue };
+                        let named = |p: &ContainerPort| p.name.as_deref() == Some(port.name.as_str());
                         if b_ports.iter().any(named) {
                             prop_assert_eq!(a_ports.len(), b_ports.len());
                         } else {
                             prop_assert_eq!(a_ports.len(), b_ports.len() + 1);
-                            prop_assert_eq!(a_ports[b_ports.len()].container_port, info.default_port);
+                            prop_assert_eq!(a_ports[b_ports.len()].container_port, port.number);
                             prop_assert!(named(&a_ports[b_ports.len()]));
                         }
                     }

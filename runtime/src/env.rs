@@ -69,6 +69,11 @@ pub struct TemplateError {
 pub struct RenderError(pub String);
 
 impl Template {
+    /// Whether the template reads a role's port (`{port.<Role>}`), which needs a framework port.
+    pub fn uses_port(&self) -> bool {
+        self.parts.iter().any(|p| matches!(p, Part::Var(Var::Port(_))))
+    }
+
     /// Parses `text`. `roles` are the framework's role names: a variable naming another role is
     /// an error here, at generation time, not when a pod is built.
     pub fn parse(text: &str, roles: &[&str]) -> Result<Self, TemplateError> {
@@ -248,14 +253,15 @@ impl EnvContext<'_> {
             self.info
                 .default_container_index(containers.iter().map(|c| c.name.as_str())),
         );
+        let default = self.info.default_port.as_ref().ok_or_else(|| {
+            RenderError(format!(
+                "the framework declares no port (its manifest's container.port), so {role}'s port is unknown"
+            ))
+        })?;
         Ok(container
             .and_then(|c| c.ports.as_ref())
-            .and_then(|ports| {
-                ports
-                    .iter()
-                    .find(|p| p.name.as_deref() == Some(&self.info.default_port_name))
-            })
-            .map_or(self.info.default_port, |p| p.container_port))
+            .and_then(|ports| ports.iter().find(|p| p.name.as_deref() == Some(&default.name)))
+            .map_or(default.number, |p| p.container_port))
     }
 }
 
@@ -349,7 +355,7 @@ pub fn inject(
 mod tests {
     use super::*;
     use crate::api::RestartPolicy;
-    use crate::info::Role;
+    use crate::info::{FrameworkPort, Role};
 
     const ROLES: [&str; 2] = ["Master", "Worker"];
 
@@ -358,8 +364,7 @@ mod tests {
             controller_name: "pytorchjob-controller".into(),
             framework_name: "pytorch".into(),
             default_container: "pytorch".into(),
-            default_port_name: "pytorchjob-port".into(),
-            default_port: 23456,
+            default_port: Some(FrameworkPort::new("pytorchjob-port", 23456)),
             roles: vec![
                 Role::new("Master", RestartPolicy::OnFailure).master(),
                 Role::new("Worker", RestartPolicy::OnFailure),

@@ -6,7 +6,7 @@ use k8s_openapi::api::core::v1::PodTemplateSpec;
 use kube::api::{ApiResource, DynamicObject};
 
 use crate::api::ReplicaSpec;
-use crate::framework::{Framework, FrameworkError, JobContext, PodContext};
+use crate::framework::{Framework, FrameworkError, JobContext, JobName, LifecycleWording, PodContext};
 use crate::manifest::{Manifest, StatusRule};
 use crate::plan::{DesiredObject, StatusUpdate};
 use crate::policy::SuccessPolicy;
@@ -45,6 +45,12 @@ pub trait Hooks: Manifest {
     fn update_status(&self, job: &Self::Job, update: &mut StatusUpdate<'_>) {
         let _ = job;
         update.apply_policy(&SuccessPolicy::AllRoles);
+    }
+
+    /// What the conditions the engine sets itself (Created, Suspended) say, whatever the status
+    /// rule. Default: training-operator's wording.
+    fn lifecycle_wording(&self, job: JobName<'_>) -> LifecycleWording {
+        LifecycleWording::training_operator(job)
     }
 
     /// Whether the engine creates pods for `role` (MPI's launcher runs in a batch Job instead).
@@ -123,6 +129,10 @@ impl<H: Hooks> Framework for H {
             }
             StatusRule::Hook => Hooks::update_status(self, job, update),
         }
+    }
+
+    fn lifecycle_wording(&self, job: JobName<'_>) -> LifecycleWording {
+        Hooks::lifecycle_wording(self, job)
     }
 
     fn creates_services(&self) -> bool {

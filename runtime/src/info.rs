@@ -37,6 +37,22 @@ impl Role {
     }
 }
 
+/// A framework's default port: a named container port, e.g. `pytorchjob-port` 23456.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FrameworkPort {
+    pub name: String,
+    pub number: i32,
+}
+
+impl FrameworkPort {
+    pub fn new(name: impl Into<String>, number: i32) -> Self {
+        Self {
+            name: name.into(),
+            number,
+        }
+    }
+}
+
 /// The static facts about a framework.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FrameworkInfo {
@@ -46,8 +62,9 @@ pub struct FrameworkInfo {
     pub framework_name: String,
     /// The container that gets the default port and whose ports the headless services expose.
     pub default_container: String,
-    pub default_port_name: String,
-    pub default_port: i32,
+    /// The port added to the default container; `None` adds none (mpi-operator's processes
+    /// talk over SSH).
+    pub default_port: Option<FrameworkPort>,
     /// Known roles, in the order they are reconciled and reported.
     pub roles: Vec<Role>,
 }

@@ -36,7 +36,8 @@ pub mod testing;
 
 pub use error::{Error, Result};
 pub use framework::{
-    Framework, FrameworkError, FrameworkInfo, JobContext, JobPhase, PodContext, Role, TrainingJob,
+    Framework, FrameworkError, FrameworkInfo, FrameworkPort, JobContext, JobPhase, PodContext, Role,
+    TrainingJob,
 };
 pub use hooks::Hooks;
 pub use k8s_openapi;

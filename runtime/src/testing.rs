@@ -8,7 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::api::{JobStatus, ReplicaSpec, RestartPolicy, RunPolicy};
 use crate::controller::ControllerConfig;
-use crate::framework::{Framework, FrameworkInfo, Role, TrainingJob};
+use crate::framework::{
+    Framework, FrameworkInfo, FrameworkPort, JobName, LifecycleWording, Role, TrainingJob,
+};
 use crate::manager::{Manager, ManagerConfig};
 
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -46,15 +48,19 @@ impl TrainingJob for TestJob {
     }
 }
 
-/// The test framework; `info` is public so tests can vary roles and defaults.
+/// The test framework; its fields are public so tests can vary roles, defaults and wording.
 #[derive(Debug, Clone)]
 pub struct TestFramework {
     pub info: FrameworkInfo,
+    pub lifecycle: fn(JobName<'_>) -> LifecycleWording,
 }
 
 impl Default for TestFramework {
     fn default() -> Self {
-        Self { info: test_info() }
+        Self {
+            info: test_info(),
+            lifecycle: LifecycleWording::training_operator,
+        }
     }
 }
 
@@ -63,8 +69,7 @@ fn test_info() -> FrameworkInfo {
         controller_name: "testjob-controller".to_owned(),
         framework_name: "test".to_owned(),
         default_container: "main".to_owned(),
-        default_port_name: "test-port".to_owned(),
-        default_port: 7777,
+        default_port: Some(FrameworkPort::new("test-port", 7777)),
         roles: vec![
             Role::new("Master", RestartPolicy::OnFailure).master(),
             Role::new("Worker", RestartPolicy::OnFailure),
@@ -77,6 +82,10 @@ impl Framework for TestFramework {
 
     fn info(&self) -> &FrameworkInfo {
         &self.info
+    }
+
+    fn lifecycle_wording(&self, job: JobName<'_>) -> LifecycleWording {
+        (self.lifecycle)(job)
     }
 }
 

@@ -9,6 +9,7 @@ use kfop_runtime::k8s_openapi::api::core::v1::{
 use kfop_runtime::kube::ResourceExt;
 use kfop_runtime::kube::api::{ApiResource, DynamicObject};
 use kfop_runtime::labels::{JOB_ROLE, child_name};
+use kfop_runtime::plan::{JobName, LifecycleWording};
 use kfop_runtime::{DesiredObject, FrameworkError, Hooks, JobContext, PodContext, StatusUpdate};
 
 use crate::api::MPIJob;
@@ -69,6 +70,24 @@ impl Hooks for Mpi {
     /// The launcher batch Job decides (mpi-operator's `updateMPIJobStatus`).
     fn update_status(&self, job: &MPIJob, update: &mut StatusUpdate<'_>) {
         status::update_status(job, update);
+    }
+
+    /// mpi-operator's wording: the job's namespace in Created (with an event) and in the
+    /// Running=False of a suspended job; no name in Suspended and Resumed; its suspension.
+    fn lifecycle_wording(&self, job: JobName<'_>) -> LifecycleWording {
+        let JobName {
+            kind,
+            name,
+            namespace,
+        } = job;
+        LifecycleWording {
+            created: format!("{kind} {namespace}/{name} is created."),
+            created_event: true,
+            suspended: format!("{kind} suspended"),
+            running_suspended: format!("{kind} {namespace}/{name} is suspended."),
+            resumed: format!("{kind} resumed"),
+            suspension_reports_every_role: true,
+        }
     }
 
     /// The launcher runs in its batch Job; the engine runs only the workers.

@@ -3,7 +3,7 @@
 use kfop_runtime::k8s_openapi::api::batch::v1::Job;
 use kfop_runtime::kube::ResourceExt;
 use kfop_runtime::kube::api::{ApiResource, DynamicObject};
-use kfop_runtime::plan::{StatusUpdate, find};
+use kfop_runtime::plan::{EventType, StatusUpdate, find};
 
 use crate::api::MPIJob;
 
@@ -69,13 +69,17 @@ pub fn update_status(job: &MPIJob, update: &mut StatusUpdate<'_>) {
     let launcher = launcher_state(&job.name_any(), &update.observed().objects);
     match launcher {
         Launcher::Missing => {}
+        // Once the launcher is done mpi-operator counts no worker at all: they served it and
+        // are then deleted or left alone, never succeeded or failed.
         Launcher::Complete { failed } => {
             update.set_replica_counts("Launcher", 0, 1, failed);
+            update.set_replica_counts("Worker", 0, 0, 0);
             update.set_succeeded(format!("MPIJob {id} successfully completed."));
             return;
         }
         Launcher::Failed { failed, message } => {
             update.set_replica_counts("Launcher", 0, 0, failed);
+            update.set_replica_counts("Worker", 0, 0, 0);
             let message = if message.is_empty() {
                 format!("MPIJob {id} has failed")
             } else {
@@ -88,8 +92,8 @@ pub fn update_status(job: &MPIJob, update: &mut StatusUpdate<'_>) {
     }
     let launcher_running = matches!(launcher, Launcher::Running { ready, .. } if ready >= 1);
     let workers_running = update.role("Worker").is_none_or(|w| w.active == w.replicas);
-    if launcher_running && workers_running {
-        update.set_running(format!("MPIJob {id} is running."));
+    if launcher_running && workers_running && update.set_running(format!("MPIJob {id} is running.")) {
+        update.announce(EventType::Normal, "Running", format!("MPIJob {id} is running"));
     }
 }
 

@@ -12,15 +12,17 @@ use serde::de::DeserializeOwned;
 mod objects;
 mod observed;
 mod status;
+mod wording;
 
 pub use objects::{DesiredObject, SyncPolicy, find, is_kind};
 pub use observed::{Observed, Scheduling};
 pub use status::{
     EventType, JobEvent, JobMetric, JobName, RoleCounts, RoleState, StatusOutput, StatusUpdate,
 };
+pub use wording::LifecycleWording;
 
 use crate::api::{JobStatus, ReplicaSpec, RunPolicy};
-pub use crate::info::{FrameworkInfo, Role};
+pub use crate::info::{FrameworkInfo, FrameworkPort, Role};
 use crate::policy::SuccessPolicy;
 
 /// A training-job custom resource: a spec with replica specs and a run policy, and a status.
@@ -156,6 +158,12 @@ pub trait Framework: Send + Sync + 'static {
         let _ = job;
         let policy = SuccessPolicy::master_else_all(self.info(), update.specs());
         update.apply_policy(&policy);
+    }
+
+    /// What the conditions the engine sets itself (Created, Suspended) say. Default:
+    /// training-operator's wording.
+    fn lifecycle_wording(&self, job: JobName<'_>) -> LifecycleWording {
+        LifecycleWording::training_operator(job)
     }
 
     /// Whether each replica gets a headless service named like its pod.

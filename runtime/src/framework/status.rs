@@ -197,14 +197,19 @@ impl<'a> StatusUpdate<'a> {
         self.counts.values().any(|c| c.restarted)
     }
 
-    /// `Running=True` (no event, as in Kubeflow).
-    pub fn set_running(&mut self, message: String) {
+    /// `Running=True` (no event, as in training-operator); true on the transition.
+    pub fn set_running(&mut self, message: String) -> bool {
         self.condition(
             JobConditionType::Running,
             ConditionStatus::True,
             "Running",
             message,
-        );
+        )
+    }
+
+    /// Records an event with reason `<Kind><base>` (e.g. mpi-operator's `MPIJobRunning`).
+    pub fn announce(&mut self, type_: EventType, base: &str, message: String) {
+        self.event(type_, base, message);
     }
 
     /// `Succeeded=True`, with completion time, a Normal event and the success metric.

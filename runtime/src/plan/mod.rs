@@ -15,8 +15,8 @@ use kube::{Resource, ResourceExt};
 
 pub use crate::api::{reason, set_condition};
 pub use crate::framework::{
-    DesiredObject, EventType, JobEvent, JobMetric, Observed, RoleState, Scheduling, StatusUpdate, SyncPolicy,
-    find, is_kind,
+    DesiredObject, EventType, JobEvent, JobMetric, JobName, LifecycleWording, Observed, RoleState,
+    Scheduling, StatusUpdate, SyncPolicy, find, is_kind,
 };
 pub use crate::labels::owner_reference;
 pub use children::{build_pod, build_service};
@@ -24,7 +24,7 @@ pub use objects::{ObjectRef, is_subset, merge_patch};
 
 use crate::api::{ConditionStatus, JobConditionType, JobStatus};
 use crate::defaults::defaulted_specs;
-use crate::framework::{Framework, FrameworkError, JobContext, JobName, JobPhase, StatusOutput, TrainingJob};
+use crate::framework::{Framework, FrameworkError, JobContext, JobPhase, StatusOutput, TrainingJob};
 use crate::gang::{self, JobRef, QuantityError};
 use crate::policy;
 
@@ -250,9 +250,17 @@ fn reconcile_job<F: Framework>(
     let now = d.now;
     let run_policy = job.run_policy();
     let pods: Vec<&Pod> = observed.pods.iter().map(AsRef::as_ref).collect();
+    let wording = framework.lifecycle_wording(JobName {
+        kind: d.kind,
+        name: &d.name,
+        namespace: &d.namespace,
+    });
 
     if d.status.condition(JobConditionType::Created).is_none() {
-        let msg = format!("{kind} {} is created.", d.name);
+        let msg = wording.created;
+        if wording.created_event {
+            d.event(EventType::Normal, reason(&kind, "Created"), msg.clone());
+        }
         d.condition(JobConditionType::Created, ConditionStatus::True, "Created", msg);
         d.plan.metrics.push(JobMetric::Created);
     }
@@ -276,16 +284,22 @@ fn reconcile_job<F: Framework>(
         for rs in d.status.replica_statuses.values_mut() {
             rs.active = 0;
         }
-        let msg = format!("{kind} {} is suspended.", d.name);
-        if d.status.is(JobConditionType::Running) {
+        let mpi_style = wording.suspension_reports_every_role;
+        if mpi_style {
+            for role in specs.keys() {
+                d.status.replica_statuses.entry(role.clone()).or_default();
+            }
+        }
+        if !mpi_style && d.status.is(JobConditionType::Running) {
             d.condition(
                 JobConditionType::Running,
                 ConditionStatus::False,
                 "Suspended",
-                msg.clone(),
+                wording.running_suspended.clone(),
             );
         }
         if !d.status.is(JobConditionType::Suspended) {
+            let msg = wording.suspended;
             d.condition(
                 JobConditionType::Suspended,
                 ConditionStatus::True,
@@ -294,11 +308,19 @@ fn reconcile_job<F: Framework>(
             );
             d.event(EventType::Normal, reason(&kind, "Suspended"), msg);
         }
+        if mpi_style {
+            d.condition(
+                JobConditionType::Running,
+                ConditionStatus::False,
+                "Suspended",
+                wording.running_suspended,
+            );
+        }
         return Ok(JobPhase::Suspended);
     }
 
     if d.status.is(JobConditionType::Suspended) {
-        let msg = format!("{kind} {} is resumed.", d.name);
+        let msg = wording.resumed;
         d.condition(
             JobConditionType::Suspended,
             ConditionStatus::False,

@@ -539,6 +539,57 @@ fn created_suspended_has_no_pods_and_exactly_created_and_suspended() {
     );
 }
 
+/// mpi-operator's wording and suspension: its messages, a Created event, and a job created
+/// suspended gets Running=False after Suspended and zeroed counts for every role.
+#[test]
+fn created_suspended_the_mpi_operator_way() {
+    let framework = TestFramework {
+        lifecycle: |job| LifecycleWording {
+            created: format!("{} {}/{} is created.", job.kind, job.namespace, job.name),
+            created_event: true,
+            suspended: "suspended".into(),
+            running_suspended: "running, suspended".into(),
+            resumed: "resumed".into(),
+            suspension_reports_every_role: true,
+        },
+        ..TestFramework::default()
+    };
+    let mut j = mw(2, None);
+    j.spec.run_policy.suspend = Some(true);
+    let p = plan(&framework, &j, &Observed::default(), &t(0)).unwrap();
+    j.status = p.status.clone();
+    assert_eq!(
+        conditions(&j),
+        [
+            (C::Created, "True", "TestJobCreated".into()),
+            (C::Suspended, "True", "TestJobSuspended".into()),
+            (C::Running, "False", "TestJobSuspended".into())
+        ]
+    );
+    let status = j.status.as_ref().unwrap();
+    let messages: Vec<&str> = status.conditions.iter().map(|c| c.message.as_str()).collect();
+    assert_eq!(
+        messages,
+        ["TestJob ns/tj is created.", "suspended", "running, suspended"]
+    );
+    let counts: Vec<(&str, i32, i32, i32)> = (status.replica_statuses.iter())
+        .map(|(role, s)| (role.as_str(), s.active, s.succeeded, s.failed))
+        .collect();
+    assert_eq!(counts, [("Master", 0, 0, 0), ("Worker", 0, 0, 0)]);
+    let events: Vec<(&str, &str)> = p
+        .events
+        .iter()
+        .map(|e| (e.reason.as_str(), e.message.as_str()))
+        .collect();
+    assert_eq!(
+        events,
+        [
+            ("TestJobCreated", "TestJob ns/tj is created."),
+            ("TestJobSuspended", "suspended")
+        ]
+    );
+}
+
 #[test]
 fn suspend_then_resume() {
     let mut j = mw(2, None);

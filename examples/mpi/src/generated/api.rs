@@ -12,8 +12,6 @@ use kfop_runtime::api::{ReplicaSpec, RunPolicy};
     controller = "mpi-operator",
     framework = "mpi",
     container = "mpi",
-    port_name = "mpi-port",
-    port = 2222,
     scale = "Worker",
     role(
         name = "Launcher",

@@ -15,8 +15,10 @@ use kfop_runtime::api::{ReplicaSpec, RunPolicy};
     controller = "{{ m.controller_name }}",
     framework = "{{ m.framework_name }}",
     container = "{{ m.container }}",
-    port_name = "{{ m.port_name }}",
-    port = {{ m.port }},
+{%- if let Some((port_name, port)) = m.port %}
+    port_name = "{{ port_name }}",
+    port = {{ port }},
+{%- endif %}
 {%- if let Some(scale) = m.scale %}
     scale = "{{ scale }}",
 {%- endif %}
