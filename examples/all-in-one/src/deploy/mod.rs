@@ -531,14 +531,16 @@ metadata:
           ports:
             - name: metrics
               containerPort: {port}
-          # /healthz answers while the process serves; /readyz once its watches have synced.
+          # /healthz answers while the process serves. /readyz answers ok only on the leader once
+          # its watches synced: a standby replica is never ready there, which as the readiness
+          # probe would stall every rollout and let the PodDisruptionBudget block node drains.
           livenessProbe:
             httpGet:
               path: /healthz
               port: metrics
           readinessProbe:
             httpGet:
-              path: /readyz
+              path: /healthz
               port: metrics
 {resources}{security}{node_selector}{tolerations}{affinity}"#,
         name = m.name(),
