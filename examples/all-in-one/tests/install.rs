@@ -1,0 +1,724 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! The Helm chart (`charts/kfop`) and the kustomize overlays (`deploy/kustomize/overlays/*`) as a
+//! platform team installs them: rendered by Helm v3.19.0 and kustomize (built from their Go
+//! modules by `testenv/tools/build.sh`), checked object by object, applied to the local plane,
+//! then the operator runs out of cluster with the installed Deployment's args and env,
+//! impersonating the installed ServiceAccount (two replicas, one leading), through one job of
+//! each kind to Succeeded with no forbidden (403) response in its `kfop_client_requests_total`.
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kfop_operator::deploy::{self, flags};
+use kfop_operator::samples;
+use kfop_operator::schemes::Scheme;
+use kfop_runtime::api::{JobConditionType, JobStatus};
+use kfop_runtime::k8s_openapi::api::authentication::v1::SelfSubjectReview;
+use kfop_runtime::k8s_openapi::api::core::v1::{Namespace, Node};
+use kfop_runtime::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kfop_runtime::kube::api::{Api, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
+use kfop_runtime::kube::config::{KubeConfigOptions, Kubeconfig};
+use kfop_runtime::kube::discovery::{self, Scope};
+use kfop_runtime::kube::{Client, Config};
+use kfop_runtime::serde_json::{self, Value, json};
+use kfop_testenv::{TestEnv, pods, wait};
+
+const MANAGER: &str = "kfop-install-test";
+/// The namespace the chart is installed into (`helm install -n`).
+const HELM_NAMESPACE: &str = "kfop-helm";
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `testenv/tools/build.sh <tool>`: the cached binary, built on first use (Helm: about 1.5 minutes
+/// on 2 cores; kustomize: half a minute).
+fn tool(name: &str) -> PathBuf {
+    let script = repo_root().join("testenv/tools/build.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .arg(name)
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{} {name} failed: {}",
+        script.display(),
+        out.status
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    PathBuf::from(stdout.lines().last().unwrap().trim())
+}
+
+/// Runs `bin args` and returns its stdout; fails with its stderr.
+fn run(bin: &Path, args: &[&str]) -> String {
+    let out = Command::new(bin).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{} {args:?}: {}\n{}",
+        bin.display(),
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn parse(yaml: &str) -> Vec<Value> {
+    let docs: Vec<Value> = serde_saphyr::from_multiple(yaml).unwrap();
+    docs.into_iter().filter(|d| !d.is_null()).collect()
+}
+
+fn helm_template(extra: &[&str]) -> Vec<Value> {
+    let helm = tool("helm");
+    let chart = repo_root().join("charts/kfop");
+    let chart = chart.to_str().unwrap();
+    let mut args = vec!["template", "kfop", chart, "-n", HELM_NAMESPACE, "--include-crds"];
+    args.extend_from_slice(extra);
+    parse(&run(&helm, &args))
+}
+
+fn kustomize_build(dir: &Path) -> Vec<Value> {
+    let kustomize = tool("kustomize");
+    parse(&run(&kustomize, &["build", dir.to_str().unwrap()]))
+}
+
+fn overlay(name: &str) -> PathBuf {
+    repo_root().join("deploy/kustomize/overlays").join(name)
+}
+
+fn of_kind<'a>(docs: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    docs.iter().filter(|d| d["kind"] == kind).collect()
+}
+
+fn one<'a>(docs: &'a [Value], kind: &str) -> &'a Value {
+    let found = of_kind(docs, kind);
+    assert_eq!(found.len(), 1, "one {kind} expected, found {}", found.len());
+    found[0]
+}
+
+fn strings(value: &Value) -> Vec<String> {
+    value
+        .as_array()
+        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+        .unwrap_or_default()
+}
+
+/// `value` with every number as a float: kustomize writes `minimum: 1.0` back as `1`.
+fn numbers_as_f64(value: &Value) -> Value {
+    match value {
+        Value::Number(n) => json!(n.as_f64()),
+        Value::Array(items) => Value::Array(items.iter().map(numbers_as_f64).collect()),
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), numbers_as_f64(v))).collect())
+        }
+        other => other.clone(),
+    }
+}
+
+/// What the test needs of an install, read from its rendered objects.
+#[derive(Debug)]
+struct Install {
+    what: String,
+    namespace: String,
+    service_account: String,
+    args: Vec<String>,
+    docs: Vec<Value>,
+}
+
+/// Checks everything issue #18 asks of an install's objects, in `namespace`.
+fn check(what: &str, docs: Vec<Value>, namespace: &str) -> Install {
+    let all: Vec<Scheme> = Scheme::ALL.iter().map(|(_, s)| *s).collect();
+
+    // The CRDs of all seven kinds, exactly the types' own.
+    let crds = of_kind(&docs, "CustomResourceDefinition");
+    assert_eq!(crds.len(), all.len(), "{what}: CRDs");
+    for scheme in &all {
+        let expected = serde_json::to_value(kfop_operator::crds::of(*scheme)).unwrap();
+        let name = expected["metadata"]["name"].as_str().unwrap();
+        let found = crds.iter().find(|c| c["metadata"]["name"] == name);
+        let found = found.unwrap_or_else(|| panic!("{what}: no CRD {name}"));
+        assert_eq!(
+            numbers_as_f64(&found["spec"]),
+            numbers_as_f64(&expected["spec"]),
+            "{what}: CRD {name} differs from its type's"
+        );
+    }
+
+    // Least privilege: the ClusterRole has exactly the rules `deploy` prints.
+    let reference = parse(&deploy::rbac(&all.iter().copied().collect()));
+    let rules = &one(&docs, "ClusterRole")["rules"];
+    assert_eq!(
+        rules,
+        &one(&reference, "ClusterRole")["rules"],
+        "{what}: ClusterRole rules"
+    );
+    let role_name = one(&docs, "ClusterRole")["metadata"]["name"].clone();
+
+    let sa = one(&docs, "ServiceAccount");
+    assert_eq!(
+        sa["metadata"]["namespace"], namespace,
+        "{what}: ServiceAccount namespace"
+    );
+    let sa_name = sa["metadata"]["name"].as_str().unwrap().to_owned();
+    let binding = one(&docs, "ClusterRoleBinding");
+    assert_eq!(binding["roleRef"]["name"], role_name, "{what}: binding's role");
+    assert_eq!(
+        binding["subjects"],
+        json!([{ "kind": "ServiceAccount", "name": sa_name, "namespace": namespace }]),
+        "{what}: binding's subject"
+    );
+
+    // A non-root Deployment with a read-only root filesystem, two leader-electing replicas,
+    // probes on the metrics port, resource requests, the defaults' flags.
+    let deployment = one(&docs, "Deployment");
+    assert_eq!(deployment["metadata"]["namespace"], namespace, "{what}");
+    assert_eq!(deployment["spec"]["replicas"], 2, "{what}: replicas");
+    let pod = &deployment["spec"]["template"];
+    let selector = &deployment["spec"]["selector"]["matchLabels"];
+    for (key, value) in selector.as_object().unwrap() {
+        assert_eq!(
+            &pod["metadata"]["labels"][key], value,
+            "{what}: pod labels vs selector"
+        );
+    }
+    let spec = &pod["spec"];
+    assert_eq!(spec["serviceAccountName"], sa_name.as_str(), "{what}");
+    assert_eq!(spec["securityContext"]["runAsNonRoot"], true, "{what}");
+    let containers = spec["containers"].as_array().unwrap();
+    assert_eq!(containers.len(), 1, "{what}");
+    let container = &containers[0];
+    assert_eq!(
+        container["securityContext"]["readOnlyRootFilesystem"], true,
+        "{what}"
+    );
+    assert_eq!(
+        container["securityContext"]["allowPrivilegeEscalation"], false,
+        "{what}"
+    );
+    assert_eq!(
+        container["securityContext"]["capabilities"]["drop"],
+        json!(["ALL"]),
+        "{what}"
+    );
+    for resource in ["cpu", "memory"] {
+        assert!(
+            container["resources"]["requests"][resource].is_string(),
+            "{what}: no {resource} request"
+        );
+    }
+    let args = strings(&container["args"]);
+    assert_eq!(args, flags::default_args(), "{what}: the default flags");
+    assert!(args.contains(&"--leader-elect".to_owned()), "{what}");
+    let bind = args
+        .iter()
+        .find_map(|a| a.strip_prefix("--metrics-bind-address="))
+        .unwrap();
+    let port: u16 = bind.parse::<SocketAddr>().unwrap().port();
+    let ports = container["ports"].as_array().unwrap();
+    assert_eq!(
+        ports,
+        &vec![json!({ "name": "metrics", "containerPort": port })],
+        "{what}"
+    );
+    assert_eq!(
+        container["livenessProbe"]["httpGet"],
+        json!({ "path": "/healthz", "port": "metrics" })
+    );
+    assert_eq!(
+        container["readinessProbe"]["httpGet"]["port"], "metrics",
+        "{what}"
+    );
+    let env: Vec<&Value> = container["env"].as_array().unwrap().iter().collect();
+    for (name, field) in [
+        ("MY_POD_NAMESPACE", "metadata.namespace"),
+        ("MY_POD_NAME", "metadata.name"),
+    ] {
+        assert!(
+            env.iter()
+                .any(|e| e["name"] == name && e["valueFrom"]["fieldRef"]["fieldPath"] == field),
+            "{what}: env {name}"
+        );
+    }
+
+    // A PodDisruptionBudget keeping one of the two, and the metrics Service, on the same pods.
+    let pdb = one(&docs, "PodDisruptionBudget");
+    assert_eq!(pdb["spec"]["minAvailable"], 1, "{what}");
+    assert_eq!(
+        &pdb["spec"]["selector"]["matchLabels"], selector,
+        "{what}: PDB selector"
+    );
+    let service = one(&docs, "Service");
+    assert_eq!(&service["spec"]["selector"], selector, "{what}: Service selector");
+    assert_eq!(
+        service["spec"]["ports"],
+        json!([{ "name": "metrics", "port": port, "targetPort": "metrics" }]),
+        "{what}"
+    );
+    assert!(
+        of_kind(&docs, "ServiceMonitor").is_empty(),
+        "{what}: ServiceMonitor is opt-in"
+    );
+
+    Install {
+        what: what.to_owned(),
+        namespace: namespace.to_owned(),
+        service_account: sa_name,
+        args,
+        docs,
+    }
+}
+
+/// Rendering alone (no plane): what the chart and the overlays hold by default, and that values
+/// reach the operator's flags as flags it accepts.
+#[test]
+fn chart_and_overlays_render_what_an_install_needs() {
+    let started = Instant::now();
+    let helm = helm_template(&[]);
+    let standalone = kustomize_build(&overlay("standalone"));
+    let kubeflow = kustomize_build(&overlay("kubeflow"));
+    eprintln!(
+        "rendered objects: helm {}, kustomize standalone {}, kustomize kubeflow {}",
+        helm.len(),
+        standalone.len(),
+        kubeflow.len()
+    );
+    check("helm", helm, HELM_NAMESPACE);
+    let standalone = check("standalone", standalone, "kfop-system");
+    assert_eq!(
+        one(&standalone.docs, "Namespace")["metadata"]["name"],
+        "kfop-system"
+    );
+    let kubeflow = check("kubeflow", kubeflow, "kubeflow");
+    // Kubeflow's manifests own the `kubeflow` namespace.
+    assert!(of_kind(&kubeflow.docs, "Namespace").is_empty());
+
+    // Every flag set through values reaches the args, and the operator accepts them all.
+    let custom = helm_template(&[
+        "--set",
+        "flags.namespace=team-a,flags.noChildEvents=true,flags.leaderElectionNamespace=locks",
+        "--set",
+        "flags.kubeApiQps=50,flags.controllerThreads=8,flags.resyncPeriod=90s",
+        "--set",
+        "flags.gangSchedulerName=volcano,flags.metricsBindAddress=0.0.0.0:9090",
+        "--set",
+        "enableSchemes={tfjob,mpijob},replicaCount=3",
+        "--set",
+        "serviceMonitor.enabled=true,serviceMonitor.labels.release=prometheus",
+        "--set",
+        "podDisruptionBudget.enabled=false,serviceAccount.create=false,serviceAccount.name=platform-sa",
+    ]);
+    let deployment = one(&custom, "Deployment");
+    assert_eq!(deployment["spec"]["replicas"], 3);
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["serviceAccountName"],
+        "platform-sa"
+    );
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    let args = strings(&container["args"]);
+    for expected in [
+        "--namespace=team-a",
+        "--no-child-events",
+        "--leader-election-namespace=locks",
+        "--kube-api-qps=50",
+        "--controller-threads=8",
+        "--resync-period=90s",
+        "--gang-scheduler-name=volcano",
+        "--metrics-bind-address=0.0.0.0:9090",
+        "--enable-scheme=tfjob",
+        "--enable-scheme=mpijob",
+    ] {
+        assert!(args.contains(&expected.to_owned()), "{expected} not in {args:?}");
+    }
+    assert_eq!(container["ports"][0]["containerPort"], 9090);
+    assert_eq!(one(&custom, "Service")["spec"]["ports"][0]["port"], 9090);
+    let monitor = one(&custom, "ServiceMonitor");
+    assert_eq!(monitor["metadata"]["labels"]["release"], "prometheus");
+    assert_eq!(monitor["spec"]["endpoints"][0]["port"], "metrics");
+    assert!(of_kind(&custom, "PodDisruptionBudget").is_empty());
+    assert!(of_kind(&custom, "ServiceAccount").is_empty());
+    // The binary parses every rendered arg (then prints the CRDs instead of running).
+    let mut cli: Vec<&str> = args.iter().map(String::as_str).collect();
+    cli.push("crds");
+    let crds = run(Path::new(env!("CARGO_BIN_EXE_kfop-operator")), &cli);
+    assert!(crds.contains("name: tfjobs.kubeflow.org") && !crds.contains("pytorchjobs"));
+
+    // The ServiceMonitor component, added to the base as a kustomize user would (by relative
+    // paths: kustomize refuses absolute ones).
+    let dir = std::env::temp_dir().join(format!("kfop-install-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kustomize_root = relative(&dir, &repo_root().join("deploy/kustomize"));
+    std::fs::write(
+        dir.join("kustomization.yaml"),
+        format!(
+            "namespace: monitoring-test\nresources:\n  - {root}/base\ncomponents:\n  - {root}/components/service-monitor\n",
+            root = kustomize_root.display(),
+        ),
+    )
+    .unwrap();
+    let with_monitor = kustomize_build(&dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    let monitor = one(&with_monitor, "ServiceMonitor");
+    assert_eq!(monitor["metadata"]["namespace"], "monitoring-test");
+    assert_eq!(
+        &monitor["spec"]["selector"]["matchLabels"],
+        &one(&with_monitor, "Service")["metadata"]["labels"]
+    );
+    eprintln!("rendered and checked in {:?}", started.elapsed());
+}
+
+/// The path of `to` from the folder `from` (both made absolute first).
+fn relative(from: &Path, to: &Path) -> PathBuf {
+    let from = from.canonicalize().unwrap();
+    let to = to.canonicalize().unwrap();
+    let common = from
+        .components()
+        .zip(to.components())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let ups = from.components().count() - common;
+    let mut path: PathBuf = std::iter::repeat_n("..", ups).collect();
+    path.extend(to.components().skip(common));
+    path
+}
+
+/// Server-side applies every object of `install` (its namespace first, then the CRDs until
+/// Established).
+async fn apply(client: &Client, install: &Install) {
+    kfop_testenv::ensure_namespace(client, &install.namespace)
+        .await
+        .unwrap();
+    let crds: Vec<CustomResourceDefinition> = of_kind(&install.docs, "CustomResourceDefinition")
+        .into_iter()
+        .map(|d| serde_json::from_value(d.clone()).unwrap())
+        .collect();
+    kfop_testenv::install_crds(client, crds).await.unwrap();
+    let params = PatchParams::apply(MANAGER).force();
+    for doc in &install.docs {
+        if doc["kind"] == "CustomResourceDefinition" || doc["kind"] == "Namespace" {
+            continue;
+        }
+        let object: DynamicObject = serde_json::from_value(doc.clone()).unwrap();
+        let types = object.types.clone().unwrap();
+        let gvk = GroupVersionKind::try_from(&types).unwrap();
+        let (resource, caps) = discovery::pinned_kind(client, &gvk).await.unwrap();
+        let api: Api<DynamicObject> = match caps.scope {
+            Scope::Namespaced => Api::namespaced_with(
+                client.clone(),
+                object.metadata.namespace.as_deref().unwrap_or(&install.namespace),
+                &resource,
+            ),
+            Scope::Cluster => Api::all_with(client.clone(), &resource),
+        };
+        let name = object.metadata.name.clone().unwrap();
+        api.patch(&name, &params, &Patch::Apply(&object))
+            .await
+            .unwrap_or_else(|e| panic!("{}: applying {} {name}: {e}", install.what, types.kind));
+    }
+}
+
+/// A kubeconfig acting as the install's ServiceAccount (the admin's credentials may impersonate).
+fn impersonating(admin: &Path, install: &Install, dir: &Path) -> PathBuf {
+    let user = format!(
+        "system:serviceaccount:{}:{}",
+        install.namespace, install.service_account
+    );
+    let groups = vec![
+        "system:serviceaccounts".to_owned(),
+        format!("system:serviceaccounts:{}", install.namespace),
+        "system:authenticated".to_owned(),
+    ];
+    let mut kubeconfig = Kubeconfig::read_from(admin).unwrap();
+    for named in &mut kubeconfig.auth_infos {
+        if let Some(auth) = &mut named.auth_info {
+            auth.impersonate = Some(user.clone());
+            auth.impersonate_groups = Some(groups.clone());
+        }
+    }
+    let path = dir.join(format!("{}.kubeconfig", install.what));
+    std::fs::write(&path, serde_json::to_string(&kubeconfig).unwrap()).unwrap();
+    path
+}
+
+async fn client_from(kubeconfig: &Path) -> Client {
+    let file = Kubeconfig::read_from(kubeconfig).unwrap();
+    let config = Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
+        .await
+        .unwrap();
+    Client::try_from(config).unwrap()
+}
+
+/// One operator replica: the binary with the Deployment's args and env, as the kubelet would
+/// start it, metrics on a free loopback port. Killed when dropped.
+struct Replica {
+    child: Child,
+    addr: SocketAddr,
+    log: PathBuf,
+}
+
+impl Replica {
+    fn start(install: &Install, kubeconfig: &Path, pod: &str, dir: &Path) -> Self {
+        let addr = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let args: Vec<String> = install
+            .args
+            .iter()
+            .map(|a| match a.starts_with("--metrics-bind-address=") {
+                true => format!("--metrics-bind-address={addr}"),
+                false => a.clone(),
+            })
+            .collect();
+        let log = dir.join(format!("{pod}.log"));
+        let file = std::fs::File::create(&log).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_kfop-operator"))
+            .args(&args)
+            .env("KUBECONFIG", kubeconfig)
+            .env("MY_POD_NAMESPACE", &install.namespace)
+            .env("MY_POD_NAME", pod)
+            .env_remove("KUBEFLOW_NAMESPACE")
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().unwrap())
+            .stderr(file)
+            .spawn()
+            .unwrap();
+        Self { child, addr, log }
+    }
+
+    fn get(&self, path: &str) -> Option<(u16, String)> {
+        let mut stream = TcpStream::connect_timeout(&self.addr, Duration::from_secs(2)).ok()?;
+        stream.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+        write!(stream, "GET {path} HTTP/1.0\r\nHost: {}\r\n\r\n", self.addr).ok()?;
+        let mut text = String::new();
+        stream.read_to_string(&mut text).ok()?;
+        let (head, body) = text.split_once("\r\n\r\n")?;
+        let code = head.split_whitespace().nth(1)?.parse().ok()?;
+        Some((code, body.to_owned()))
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The sum of `kfop_client_requests_total` over the series whose labels pass `keep`.
+fn requests(metrics: &str, keep: impl Fn(&BTreeMap<&str, &str>) -> bool) -> f64 {
+    metrics
+        .lines()
+        .filter_map(|line| line.strip_prefix("kfop_client_requests_total{"))
+        .filter_map(|rest| {
+            let (labels, value) = rest.split_once("} ")?;
+            let labels: BTreeMap<&str, &str> = labels
+                .split(',')
+                .filter_map(|kv| kv.split_once('='))
+                .map(|(k, v)| (k, v.trim_matches('"')))
+                .collect();
+            keep(&labels).then(|| value.split_whitespace().next()?.parse::<f64>().ok())?
+        })
+        .sum()
+}
+
+fn status(job: &DynamicObject) -> JobStatus {
+    job.data
+        .get("status")
+        .cloned()
+        .and_then(|s| serde_json::from_value(s).ok())
+        .unwrap_or_default()
+}
+
+/// What one install's run measured.
+#[derive(Debug)]
+struct Measured {
+    requests: f64,
+    forbidden: f64,
+    elapsed: Duration,
+}
+
+/// Applies `install`, runs its two replicas as its ServiceAccount and one job of each kind to
+/// Succeeded; returns the replicas' request counts.
+async fn install_and_run(env: &TestEnv, install: &Install, dir: &Path) -> Measured {
+    let started = Instant::now();
+    let admin = env.client().await.unwrap();
+    apply(&admin, install).await;
+
+    let kubeconfig = impersonating(env.kubeconfig(), install, dir);
+    let client = client_from(&kubeconfig).await;
+    let review = Api::<SelfSubjectReview>::all(client.clone())
+        .create(&PostParams::default(), &SelfSubjectReview::default())
+        .await
+        .unwrap();
+    let user = review.status.and_then(|s| s.user_info).and_then(|u| u.username);
+    let expected = format!(
+        "system:serviceaccount:{}:{}",
+        install.namespace, install.service_account
+    );
+    assert_eq!(user.as_deref(), Some(expected.as_str()), "{}", install.what);
+    // The identity is really bound by RBAC, not the admin's: nodes are not in its role.
+    let nodes = Api::<Node>::all(client).list(&Default::default()).await;
+    assert!(
+        matches!(&nodes, Err(kfop_runtime::kube::Error::Api(e)) if e.code == 403),
+        "{}: the ServiceAccount may list nodes: {nodes:?}",
+        install.what
+    );
+
+    let replicas: Vec<Replica> = (0..2)
+        .map(|i| {
+            Replica::start(
+                install,
+                &kubeconfig,
+                &format!("kfop-operator-{}-{i}", install.what),
+                dir,
+            )
+        })
+        .collect();
+    // One leads and becomes ready (watches synced); the other waits for the Lease.
+    let leader = wait::until(
+        &format!("{}: a replica ready", install.what),
+        Duration::from_secs(60),
+        || {
+            let found = replicas
+                .iter()
+                .position(|r| r.get("/readyz").is_some_and(|(code, _)| code == 200));
+            async move { Ok(found) }
+        },
+    )
+    .await
+    .unwrap_or_else(|e| {
+        let logs: Vec<String> = replicas.iter().map(Replica::log).collect();
+        panic!("{e}; logs: {logs:#?}")
+    });
+    let standby = &replicas[1 - leader];
+    assert_eq!(
+        standby.get("/healthz").map(|(c, _)| c),
+        Some(200),
+        "{}",
+        install.what
+    );
+    eprintln!(
+        "{}: standby replica /readyz answers {:?}",
+        install.what,
+        standby.get("/readyz").map(|(c, _)| c)
+    );
+
+    let ns = env.namespace(&format!("install-{}", install.what)).await.unwrap();
+    let (key, value) = pods::complete_after(Duration::from_millis(1500));
+    let mut jobs = Vec::new();
+    for (flag, scheme) in Scheme::ALL {
+        let (_, mut job) = samples::sample(scheme).unwrap();
+        job.metadata.name = Some(format!("{flag}-{}", install.what));
+        job.metadata.namespace = Some(ns.name().to_owned());
+        for spec in samples::replica_specs_mut(&mut job).unwrap().values_mut() {
+            spec["template"]["metadata"]["annotations"][key] = json!(value);
+        }
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(ns.client(), ns.name(), &samples::api_resource(scheme));
+        api.create(&PostParams::default(), &job).await.unwrap();
+        jobs.push((api, job.metadata.name.unwrap()));
+    }
+    for (api, name) in &jobs {
+        let done = wait::until(&format!("{name} Succeeded"), Duration::from_secs(120), || {
+            let api = api.clone();
+            let name = name.clone();
+            async move {
+                let job = api.get(&name).await.ok();
+                Ok(job
+                    .filter(|j| status(j).is(JobConditionType::Succeeded))
+                    .map(|_| ()))
+            }
+        })
+        .await;
+        if let Err(error) = done {
+            let job = api.get(name).await.unwrap();
+            panic!(
+                "{}: {error}; status {:?}; leader log:\n{}",
+                install.what,
+                job.data.get("status"),
+                replicas[leader].log()
+            );
+        }
+    }
+
+    let mut measured = Measured {
+        requests: 0.0,
+        forbidden: 0.0,
+        elapsed: Duration::ZERO,
+    };
+    for replica in &replicas {
+        let (code, metrics) = replica.get("/metrics").unwrap();
+        assert_eq!(code, 200, "{}", install.what);
+        measured.requests += requests(&metrics, |_| true);
+        measured.forbidden += requests(&metrics, |l| l.get("code") == Some(&"403"));
+        let log = replica.log();
+        assert!(!log.contains("orbidden"), "{}: {log}", install.what);
+    }
+    drop(replicas);
+    // Gone before the next install's operator starts: watching every namespace, it would
+    // otherwise meet these jobs while their namespace terminates, where creates answer 403.
+    let name = ns.name().to_owned();
+    ns.delete().await.unwrap();
+    let namespaces: Api<Namespace> = Api::all(admin);
+    wait::until(
+        &format!("namespace {name} gone"),
+        Duration::from_secs(120),
+        || {
+            let namespaces = namespaces.clone();
+            let name = name.clone();
+            async move {
+                Ok(namespaces
+                    .get_opt(&name)
+                    .await
+                    .ok()
+                    .and_then(|n| n.is_none().then_some(())))
+            }
+        },
+    )
+    .await
+    .unwrap();
+    measured.elapsed = started.elapsed();
+    measured
+}
+
+/// The chart, then each overlay, applied in turn (they share the cluster-wide names) and run
+/// through one job of each kind as the installed ServiceAccount: 0 forbidden responses.
+#[tokio::test]
+async fn chart_and_overlays_install_and_run_every_kind_without_a_forbidden_response() {
+    let env = TestEnv::shared().unwrap();
+    let dir = std::env::temp_dir().join(format!("kfop-install-run-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let installs = [
+        check("helm", helm_template(&[]), HELM_NAMESPACE),
+        check(
+            "standalone",
+            kustomize_build(&overlay("standalone")),
+            "kfop-system",
+        ),
+        check("kubeflow", kustomize_build(&overlay("kubeflow")), "kubeflow"),
+    ];
+    for install in &installs {
+        let measured = install_and_run(env, install, &dir).await;
+        eprintln!(
+            "{}: {} objects applied, 7 jobs Succeeded, {} requests, {} forbidden, in {:?}",
+            install.what,
+            install.docs.len(),
+            measured.requests,
+            measured.forbidden,
+            measured.elapsed
+        );
+        assert!(measured.requests > 0.0, "{}: no request counted", install.what);
+        assert_eq!(measured.forbidden, 0.0, "{}: forbidden responses", install.what);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
