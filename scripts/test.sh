@@ -16,6 +16,10 @@ testenv/peers/build.sh training-operator
 testenv/peers/build.sh training-operator-v1.9.0
 testenv/peers/build.sh mpi-operator-v0.6.0
 
+step "Helm and kustomize (the install test renders the chart and the overlays with them)"
+testenv/tools/build.sh helm
+testenv/tools/build.sh kustomize
+
 step "Python environments for the Kubeflow SDK tests (SDK 1.8.1 and 1.9.0)"
 cache=${KFOP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kfop}
 # sdk_venv <requirements file> <venv name>: (re)creates the venv when the file changed; prints
