@@ -278,6 +278,9 @@ fn check(what: &str, docs: Vec<Value>, namespace: &str) -> Install {
 #[test]
 fn chart_and_overlays_render_what_an_install_needs() {
     let started = Instant::now();
+    let chart = repo_root().join("charts/kfop");
+    let lint = run(&tool("helm"), &["lint", "--strict", chart.to_str().unwrap()]);
+    assert!(lint.contains("0 chart(s) failed"), "{lint}");
     let helm = helm_template(&[]);
     let standalone = kustomize_build(&overlay("standalone"));
     let kubeflow = kustomize_build(&overlay("kubeflow"));
