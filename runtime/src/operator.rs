@@ -38,10 +38,11 @@ pub struct OperatorArgs {
     /// Child creates/deletes in flight per job
     #[arg(long, default_value_t = 16)]
     pub child_parallelism: usize,
-    /// Client-side request rate to the API server (0: unlimited)
+    /// Client-side request rate to the API server (0: unlimited; the server's Priority and
+    /// Fairness answers overload with 429s, which are retried after their Retry-After)
     #[arg(long, default_value_t = RateLimit::default().qps)]
     pub kube_api_qps: f32,
-    /// Client-side request burst
+    /// Client-side request burst (with a --kube-api-qps)
     #[arg(long, default_value_t = RateLimit::default().burst)]
     pub kube_api_burst: u32,
     /// Do not emit an event per created or deleted pod and service

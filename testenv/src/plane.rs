@@ -26,6 +26,9 @@ pub struct PlaneOptions {
     pub nodes: NodeShape,
     pub lifetime: Lifetime,
     pub start_timeout: Duration,
+    /// API Priority and Fairness and the inflight limits as a cluster has them. Off by default:
+    /// benchmarks measure the operator, not throttling; tests of overload turn it on.
+    pub priority_and_fairness: bool,
 }
 
 impl Default for PlaneOptions {
@@ -39,6 +42,7 @@ impl Default for PlaneOptions {
             nodes: NodeShape::default(),
             lifetime: Lifetime::DieWithParent,
             start_timeout: Duration::from_secs(secs),
+            priority_and_fairness: false,
         }
     }
 }
@@ -97,7 +101,7 @@ impl ControlPlane {
         plane.wait_for_port("etcd", etcd_port, deadline).await?;
         plane.components.push(spawn(
             "kube-apiserver",
-            apiserver_args(&pki, etcd_port, api_port),
+            apiserver_args(&pki, etcd_port, api_port, options.priority_and_fairness),
         )?);
         let client = plane.wait_ready(deadline).await?;
 
@@ -368,9 +372,9 @@ fn etcd_args(dir: &Path, port: u16, peer: u16) -> Vec<String> {
     ]
 }
 
-fn apiserver_args(pki: &Pki, etcd_port: u16, port: u16) -> Vec<String> {
+fn apiserver_args(pki: &Pki, etcd_port: u16, port: u16, fairness: bool) -> Vec<String> {
     let p = |path: &Path| path.display().to_string();
-    vec![
+    let mut args = vec![
         format!("--etcd-servers=http://127.0.0.1:{etcd_port}"),
         "--bind-address=127.0.0.1".to_owned(),
         "--advertise-address=127.0.0.1".to_owned(),
@@ -391,12 +395,20 @@ fn apiserver_args(pki: &Pki, etcd_port: u16, port: u16) -> Vec<String> {
         "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition".to_owned(),
         "--allow-privileged=true".to_owned(),
         "--endpoint-reconciler-type=none".to_owned(),
-        // No fairness queues or inflight caps: benchmarks measure the operator, not throttling.
-        "--enable-priority-and-fairness=false".to_owned(),
-        "--max-requests-inflight=0".to_owned(),
-        "--max-mutating-requests-inflight=0".to_owned(),
         "--profiling=false".to_owned(),
-    ]
+    ];
+    if !fairness {
+        // No fairness queues or inflight caps: benchmarks measure the operator, not throttling.
+        args.extend(
+            [
+                "--enable-priority-and-fairness=false",
+                "--max-requests-inflight=0",
+                "--max-mutating-requests-inflight=0",
+            ]
+            .map(str::to_owned),
+        );
+    }
+    args
 }
 
 fn kcm_args(kubeconfig: &str, pki: &Pki, port: u16) -> Vec<String> {
