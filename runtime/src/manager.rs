@@ -169,7 +169,14 @@ impl Manager {
         });
 
         let mut leadership = match &self.config.leader_election {
-            Some(le) => Some(Leadership::acquire(&self.client, le).await?),
+            Some(le) => {
+                // A standby replica is ready: it does what it is there for (waiting to take
+                // over), and a probe failing on it would stall rollouts and block drains under a
+                // PodDisruptionBudget. As controller-runtime, the new leader stays ready while
+                // its watches sync; one that cannot sync reports not ready.
+                let _ = ready_tx.send(true);
+                Some(Leadership::acquire(&self.client, le).await?)
+            }
             None => None,
         };
         let lost_lease = async {

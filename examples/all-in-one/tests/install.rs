@@ -230,7 +230,8 @@ fn check(what: &str, docs: Vec<Value>, namespace: &str) -> Install {
         json!({ "path": "/healthz", "port": "metrics" })
     );
     assert_eq!(
-        container["readinessProbe"]["httpGet"]["port"], "metrics",
+        container["readinessProbe"]["httpGet"],
+        json!({ "path": "/readyz", "port": "metrics" }),
         "{what}"
     );
     let env: Vec<&Value> = container["env"].as_array().unwrap().iter().collect();
@@ -587,15 +588,16 @@ async fn install_and_run(env: &TestEnv, install: &Install, dir: &Path) -> Measur
             )
         })
         .collect();
-    // One leads and becomes ready (watches synced); the other waits for the Lease.
-    let leader = wait::until(
-        &format!("{}: a replica ready", install.what),
+    // One leads and becomes ready (watches synced); the other waits for the Lease, ready too
+    // (the readiness probe must pass on both, or a rollout never completes).
+    wait::until(
+        &format!("{}: both replicas ready", install.what),
         Duration::from_secs(60),
         || {
-            let found = replicas
+            let ready = replicas
                 .iter()
-                .position(|r| r.get("/readyz").is_some_and(|(code, _)| code == 200));
-            async move { Ok(found) }
+                .all(|r| r.get("/readyz").is_some_and(|(code, _)| code == 200));
+            async move { Ok(ready.then_some(())) }
         },
     )
     .await
@@ -603,18 +605,14 @@ async fn install_and_run(env: &TestEnv, install: &Install, dir: &Path) -> Measur
         let logs: Vec<String> = replicas.iter().map(Replica::log).collect();
         panic!("{e}; logs: {logs:#?}")
     });
-    let standby = &replicas[1 - leader];
-    assert_eq!(
-        standby.get("/healthz").map(|(c, _)| c),
-        Some(200),
-        "{}",
-        install.what
-    );
-    eprintln!(
-        "{}: standby replica /readyz answers {:?}",
-        install.what,
-        standby.get("/readyz").map(|(c, _)| c)
-    );
+    for replica in &replicas {
+        assert_eq!(
+            replica.get("/healthz").map(|(c, _)| c),
+            Some(200),
+            "{}",
+            install.what
+        );
+    }
 
     let ns = env.namespace(&format!("install-{}", install.what)).await.unwrap();
     let (key, value) = pods::complete_after(Duration::from_millis(1500));
@@ -645,11 +643,12 @@ async fn install_and_run(env: &TestEnv, install: &Install, dir: &Path) -> Measur
         .await;
         if let Err(error) = done {
             let job = api.get(name).await.unwrap();
+            let logs: Vec<String> = replicas.iter().map(Replica::log).collect();
             panic!(
-                "{}: {error}; status {:?}; leader log:\n{}",
+                "{}: {error}; status {:?}; replica logs:\n{}",
                 install.what,
                 job.data.get("status"),
-                replicas[leader].log()
+                logs.join("\n---\n")
             );
         }
     }

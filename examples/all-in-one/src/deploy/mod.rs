@@ -531,16 +531,15 @@ metadata:
           ports:
             - name: metrics
               containerPort: {port}
-          # /healthz answers while the process serves. /readyz answers ok only on the leader once
-          # its watches synced: a standby replica is never ready there, which as the readiness
-          # probe would stall every rollout and let the PodDisruptionBudget block node drains.
+          # /healthz answers while the process serves; /readyz once its watches synced, and on a
+          # standby replica waiting for the Lease.
           livenessProbe:
             httpGet:
               path: /healthz
               port: metrics
           readinessProbe:
             httpGet:
-              path: /healthz
+              path: /readyz
               port: metrics
 {resources}{security}{node_selector}{tolerations}{affinity}"#,
         name = m.name(),
