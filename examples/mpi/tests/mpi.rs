@@ -519,3 +519,32 @@ async fn discover_hosts_follows_scaled_workers() {
     );
     f.config("e", "discover_hosts.sh", &hosts(2)).await;
 }
+
+/// A finished MPIJob whose Service, ConfigMap and Secret are gone (deleted by hand, or by its
+/// namespace being deleted) gets none of them back; an active one does.
+#[test]
+fn a_finished_job_recreates_no_owned_object() {
+    use kfop_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use kfop_runtime::plan::{Observed, plan};
+    let now = Time(kfop_runtime::k8s_openapi::jiff::Timestamp::from_second(1_700_000_000).unwrap());
+    let mut job = mpi_job("done", 2, json!({}));
+    job.metadata.namespace = Some("ns".to_owned());
+    let active = plan(&Mpi, &job, &Observed::default(), &now).unwrap();
+    assert!(
+        !active.create_objects.is_empty(),
+        "an active job creates its objects"
+    );
+    job.status = serde_json::from_value(json!({
+        "conditions": [
+            {"type": "Created", "status": "True", "reason": "MPIJobCreated", "message": ""},
+            {"type": "Succeeded", "status": "True", "reason": "MPIJobSucceeded", "message": ""}],
+        "completionTime": "2023-11-14T22:13:20Z"
+    }))
+    .unwrap();
+    let finished = plan(&Mpi, &job, &Observed::default(), &now).unwrap();
+    assert!(
+        finished.create_objects.is_empty(),
+        "a finished job created {:?}",
+        finished.create_objects
+    );
+}

@@ -232,7 +232,13 @@ pub fn plan<F: Framework>(
         kinds.push(kind);
     }
     let changes = objects::diff(desired, &observed.objects, &kinds);
-    d.plan.create_objects = changes.create;
+    // A finished job creates nothing: an owned object gone missing (deleted by hand, or by a
+    // namespace being deleted, which then refuses creates) stays gone, as its pods do.
+    d.plan.create_objects = if phase == JobPhase::Finished {
+        Vec::new()
+    } else {
+        changes.create
+    };
     d.plan.patch_objects = changes.patch;
     d.plan.delete_objects = changes.delete;
     Ok(finish(d, &old))
