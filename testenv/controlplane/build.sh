@@ -43,9 +43,13 @@ build_k8s() {
   (cd "$here/k8s" && go build -trimpath -tags selinux,notest,grpcnotrace -ldflags "$ld" -o "$bin.partial/" "k8s.io/kubernetes/cmd/$1")
 }
 
+step=0
 for c in "${missing[@]}"; do
   start=$(date +%s)
-  log "building $c ..."
+  step=$((step + 1))
+  # testenv's Assets::locate_or_build reads "building <component> (<step>/<steps>)" for its
+  # progress bar.
+  log "building $c ($step/${#missing[@]}) ..."
   case "$c" in
     etcd) (cd "$here/etcd" && go build -trimpath \
             -ldflags "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=${etcd_version}" \

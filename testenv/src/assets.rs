@@ -79,14 +79,7 @@ impl Assets {
         match Self::locate() {
             Err(Error::MissingBinary { .. }) => {
                 let script = write_recipe(&default_bin_dir())?;
-                let status = std::process::Command::new("bash")
-                    .arg(&script)
-                    .stdout(std::process::Stdio::null())
-                    .status()
-                    .map_err(|source| Error::Spawn {
-                        component: script.display().to_string(),
-                        source,
-                    })?;
+                let status = crate::build_progress::run(&script)?;
                 if !status.success() {
                     return Err(Error::Startup(format!("{} failed ({status})", script.display())));
                 }

@@ -11,6 +11,7 @@
 
 pub mod admission;
 mod assets;
+mod build_progress;
 pub mod crds;
 mod env;
 mod error;
