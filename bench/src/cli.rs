@@ -42,6 +42,10 @@ pub struct Args {
     /// Skip the ceiling phase (no plain-client comparison)
     #[arg(long)]
     pub no_ceiling: bool,
+    /// Also run a peer operator on the same workload, last: `kubeflow` is training-operator
+    /// v1.8.1 at its defaults (built from its Go module into the cache, run out of cluster)
+    #[arg(long, value_enum)]
+    pub peer: Option<PeerOperator>,
     /// The operator's client-side request rate (--kube-api-qps); its default when absent
     #[arg(long)]
     pub qps: Option<f32>,
@@ -102,4 +106,11 @@ mod tests {
         assert_eq!(args.operator_args, vec!["--no-child-events".to_owned()]);
         assert_eq!(args.enable_scheme, vec!["tfjob".to_owned()]);
     }
+}
+
+/// A peer operator the benchmark can compare with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PeerOperator {
+    /// Kubeflow training-operator v1.8.1.
+    Kubeflow,
 }

@@ -123,11 +123,7 @@ impl Operator {
 
     /// The operator's `/metrics` text.
     pub async fn scrape(&self) -> Result<String> {
-        match http_get(self.metrics_addr, "/metrics").await {
-            Ok((200, body)) => Ok(body),
-            Ok((code, body)) => Err(Error::Scrape(format!("HTTP {code}: {body}"))),
-            Err(e) => Err(Error::Scrape(e.to_string())),
-        }
+        scrape(self.metrics_addr).await
     }
 
     /// SIGKILL at once, as a crash or an evicted pod would end it.
@@ -157,6 +153,15 @@ fn free_addr() -> Result<SocketAddr> {
 }
 
 /// A minimal HTTP/1.0 GET (the operator's endpoint is plain HTTP on loopback): status and body.
+/// The `/metrics` text served at `addr`.
+pub async fn scrape(addr: SocketAddr) -> Result<String> {
+    match http_get(addr, "/metrics").await {
+        Ok((200, body)) => Ok(body),
+        Ok((code, body)) => Err(Error::Scrape(format!("HTTP {code}: {body}"))),
+        Err(e) => Err(Error::Scrape(e.to_string())),
+    }
+}
+
 async fn http_get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
     let mut stream = TcpStream::connect(addr).await?;
     stream

@@ -13,6 +13,10 @@ pub const TARGET_RATE: f64 = 20.0;
 /// Peak RSS with this many live jobs must stay under [`TARGET_RSS_MB`].
 pub const TARGET_LIVE_JOBS: usize = 1000;
 pub const TARGET_RSS_MB: f64 = 60.0;
+/// Against Kubeflow v1.8.1 at its defaults on the same workload (issue #17): throughput at least
+/// this multiple of its, peak RSS at most this share of its.
+pub const TARGET_KUBEFLOW_RATIO: f64 = 3.0;
+pub const TARGET_KUBEFLOW_RSS_SHARE: f64 = 0.25;
 /// Peak RSS with every kind enabled within this share of one kind's.
 pub const TARGET_ALL_SCHEMES_RATIO: f64 = 0.10;
 
@@ -122,6 +126,35 @@ pub fn targets(run: &Run) -> Vec<Target> {
             verdict: Verdict::NotMeasured("run with --compare-all-schemes".into()),
         },
     });
+    let kubeflow = run.kubeflow.as_ref();
+    let versus = |f: fn(&Phase) -> Option<f64>| Some(f(&run.operator)? / f(kubeflow?)?);
+    let speed_name =
+        format!("throughput >= {TARGET_KUBEFLOW_RATIO} x Kubeflow v1.8.1 (creation -> all pods)");
+    out.push(match versus(|p| p.throughput_all_pods) {
+        Some(ratio) => Target {
+            name: speed_name,
+            measured: format!("{ratio:.2} x"),
+            verdict: Verdict::from_bool(ratio >= TARGET_KUBEFLOW_RATIO),
+        },
+        None => Target {
+            name: speed_name,
+            measured: "-".into(),
+            verdict: Verdict::NotMeasured("run with --peer kubeflow".into()),
+        },
+    });
+    let memory_name = format!("peak RSS <= {TARGET_KUBEFLOW_RSS_SHARE} x Kubeflow's");
+    out.push(match versus(|p| p.process.as_ref().map(|s| s.peak_rss_mb)) {
+        Some(share) => Target {
+            name: memory_name,
+            measured: format!("{share:.2} x"),
+            verdict: Verdict::from_bool(share <= TARGET_KUBEFLOW_RSS_SHARE),
+        },
+        None => Target {
+            name: memory_name,
+            measured: "-".into(),
+            verdict: Verdict::NotMeasured("run with --peer kubeflow".into()),
+        },
+    });
     out
 }
 
@@ -175,25 +208,29 @@ pub fn markdown(run: &Run) -> String {
     let mut phases: Vec<&Phase> = vec![&run.operator];
     phases.extend(run.ceiling.as_ref());
     phases.extend(run.all_schemes.as_ref());
+    phases.extend(run.kubeflow.as_ref());
+    // The operator's figures as ratios against each baseline of the same run.
+    let baselines: Vec<(&str, &Phase)> = [("ceiling", &run.ceiling), ("Kubeflow", &run.kubeflow)]
+        .into_iter()
+        .filter_map(|(label, p)| p.as_ref().map(|p| (label, p)))
+        .collect();
     let _ = write!(md, "| |");
     for p in &phases {
         let _ = write!(md, " {} |", p.name);
     }
-    if run.ceiling.is_some() {
-        let _ = write!(md, " operator / ceiling |");
+    for (label, _) in &baselines {
+        let _ = write!(md, " operator / {label} |");
     }
     let _ = writeln!(md);
-    let _ = writeln!(
-        md,
-        "|---|{}",
-        "---|".repeat(phases.len() + usize::from(run.ceiling.is_some()))
-    );
-    let ratio = |f: fn(&Phase) -> Option<f64>| match &run.ceiling {
-        Some(ceiling) => match (f(&run.operator), f(ceiling)) {
-            (Some(o), Some(c)) if c > 0.0 => format!(" {:.2} |", o / c),
-            _ => " - |".to_owned(),
-        },
-        None => String::new(),
+    let _ = writeln!(md, "|---|{}", "---|".repeat(phases.len() + baselines.len()));
+    let ratio = |f: fn(&Phase) -> Option<f64>| {
+        baselines
+            .iter()
+            .map(|(_, base)| match (f(&run.operator), f(base)) {
+                (Some(o), Some(b)) if b > 0.0 => format!(" {:.2} |", o / b),
+                _ => " - |".to_owned(),
+            })
+            .collect::<String>()
     };
     let mut row = |label: &str, cell: &dyn Fn(&Phase) -> String, tail: String| {
         let _ = write!(md, "| {label} |");
@@ -202,13 +239,7 @@ pub fn markdown(run: &Run) -> String {
         }
         let _ = writeln!(md, "{tail}");
     };
-    let no_tail = || {
-        if run.ceiling.is_some() {
-            " |".to_owned()
-        } else {
-            String::new()
-        }
-    };
+    let no_tail = || " |".repeat(baselines.len());
     row(
         "jobs/s, creation -> all pods exist",
         &|p| num(p.throughput_all_pods, 1),
@@ -237,7 +268,7 @@ pub fn markdown(run: &Run) -> String {
     row(
         "operator CPU (s)",
         &|p| num(p.process.as_ref().map(|s| s.cpu_seconds), 1),
-        no_tail(),
+        ratio(|p| p.process.as_ref().map(|s| s.cpu_seconds)),
     );
     row(
         "operator RSS idle / peak / end (MB)",
@@ -252,12 +283,12 @@ pub fn markdown(run: &Run) -> String {
                 },
             )
         },
-        no_tail(),
+        ratio(|p| p.process.as_ref().map(|s| s.peak_rss_mb)),
     );
     row(
         "API requests per job",
         &|p| num(p.requests.as_ref().map(|r| r.per_job), 1),
-        no_tail(),
+        ratio(|p| p.requests.as_ref().map(|r| r.per_job)),
     );
     row(
         "reconciles per job",
@@ -271,7 +302,7 @@ pub fn markdown(run: &Run) -> String {
     );
     row(
         "client rate-limiter wait, summed (s)",
-        &|p| num(p.requests.as_ref().map(|r| r.rate_limiter_wait_seconds), 1),
+        &|p| num(p.requests.as_ref().and_then(|r| r.rate_limiter_wait_seconds), 1),
         no_tail(),
     );
     row(
@@ -354,6 +385,7 @@ mod tests {
                 ..phase("ceiling", 45.0, 1.0, 0.0)
             }),
             all_schemes: Some(phase("operator (all kinds)", 39.0, 1.6, 56.0)),
+            kubeflow: Some(phase("Kubeflow", 10.0, 5.0, 229.0)),
         }
     }
 
@@ -363,8 +395,19 @@ mod tests {
         let verdicts: Vec<_> = t.iter().map(|t| t.verdict.clone()).collect();
         assert_eq!(
             verdicts,
-            vec![Verdict::Met, Verdict::Met, Verdict::Met, Verdict::Missed],
+            vec![
+                Verdict::Met,
+                Verdict::Met,
+                Verdict::Met,
+                Verdict::Missed,
+                Verdict::Met,
+                Verdict::Met
+            ],
             "{t:?}"
+        );
+        assert_eq!(
+            (t[4].measured.as_str(), t[5].measured.as_str()),
+            ("4.00 x", "0.22 x")
         );
         assert_eq!(t[0].measured, "0.89 x");
         assert_eq!(t[3].measured, "idle +12.0%, peak +12.0%");
@@ -374,9 +417,11 @@ mod tests {
         let mut slow = run(0.0);
         slow.operator.throughput_all_pods = Some(10.0);
         slow.all_schemes = None;
+        slow.kubeflow = None;
         let t = targets(&slow);
         assert_eq!(t[0].verdict, Verdict::Missed);
         assert!(matches!(t[3].verdict, Verdict::NotMeasured(_)));
+        assert!(matches!(t[4].verdict, Verdict::NotMeasured(_)));
     }
 
     #[test]
@@ -384,10 +429,12 @@ mod tests {
         let md = markdown(&run(0.0));
         assert!(md.starts_with("# kfop scale benchmark"));
         assert!(
-            md.contains("| | operator (pytorchjob) | ceiling | operator (all kinds) | operator / ceiling |")
+            md.contains(
+                "| | operator (pytorchjob) | ceiling | operator (all kinds) | Kubeflow | operator / ceiling | operator / Kubeflow |"
+            )
         );
         assert!(
-            md.contains("| jobs/s, creation -> all pods exist | 40.0 | 45.0 | 39.0 | 0.89 |"),
+            md.contains("| jobs/s, creation -> all pods exist | 40.0 | 45.0 | 39.0 | 10.0 | 0.89 | 4.00 |"),
             "{md}"
         );
         assert!(md.contains("| create pods 201 | 4.00 |"));

@@ -59,8 +59,10 @@ pub struct RequestStats {
     pub per_job: f64,
     /// Requests per job by `verb resource code`.
     pub per_job_by_kind: BTreeMap<String, f64>,
-    /// Seconds requests waited for the client-side rate limiter, summed over requests.
-    pub rate_limiter_wait_seconds: f64,
+    /// Seconds requests waited for the client-side rate limiter, summed over requests; `None`
+    /// when the operator does not export it (Kubeflow's controller-runtime does not).
+    #[serde(default)]
+    pub rate_limiter_wait_seconds: Option<f64>,
     /// Reconciles per job (`controller_runtime_reconcile_total`).
     pub reconciles_per_job: f64,
     /// Mean reconcile duration, seconds (`controller_runtime_reconcile_time_seconds`).
@@ -68,17 +70,45 @@ pub struct RequestStats {
     pub reconcile_mean_seconds: f64,
 }
 
+/// Where an operator's `/metrics` counts its API requests.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestMetrics {
+    /// The request counter.
+    pub requests: &'static str,
+    /// Its labels that name a kind of request, in the order they are shown.
+    pub kind_labels: &'static [&'static str],
+    /// Seconds waited for the client-side rate limiter: a counter, or a histogram's `_sum`.
+    pub limiter_wait: &'static str,
+}
+
+impl RequestMetrics {
+    /// kfop's `kfop_client_requests_total{verb,resource,code}`.
+    pub const KFOP: Self = Self {
+        requests: "kfop_client_requests_total",
+        kind_labels: &["verb", "resource", "code"],
+        limiter_wait: "kfop_client_rate_limiter_wait_seconds_total",
+    };
+    /// client-go's, as controller-runtime exports them (Kubeflow): by HTTP method and code only,
+    /// so the resource of a request is not known.
+    pub const CLIENT_GO: Self = Self {
+        requests: "rest_client_requests_total",
+        kind_labels: &["method", "code"],
+        limiter_wait: "rest_client_rate_limiter_duration_seconds_sum",
+    };
+}
+
 impl RequestStats {
-    /// The difference between two scrapes of the operator's `/metrics`, per job.
-    pub fn between(before: &str, after: &str, jobs: usize) -> Self {
+    /// The difference between two scrapes of an operator's `/metrics` counting its requests in
+    /// `metrics`, per job. Reconciles are controller-runtime's metric names, which kfop shares.
+    pub fn between(metrics: RequestMetrics, before: &str, after: &str, jobs: usize) -> Self {
         #[allow(clippy::cast_precision_loss)]
         let jobs = jobs.max(1) as f64;
         let by_kind = |text: &str| -> BTreeMap<String, f64> {
             let mut kinds = BTreeMap::new();
-            for (labels, value) in operator::series(text, "kfop_client_requests_total") {
+            for (labels, value) in operator::series(text, metrics.requests) {
                 let get = |k: &str| labels.get(k).map_or("", String::as_str);
-                let key = format!("{} {} {}", get("verb"), get("resource"), get("code"));
-                *kinds.entry(key).or_insert(0.0) += value;
+                let key: Vec<&str> = metrics.kind_labels.iter().map(|k| get(k)).collect();
+                *kinds.entry(key.join(" ")).or_insert(0.0) += value;
             }
             kinds
         };
@@ -89,14 +119,15 @@ impl RequestStats {
             .filter(|(_, v)| *v > 0.0)
             .collect();
         let delta = |name: &str| operator::sum(after, name, |_| true) - operator::sum(before, name, |_| true);
-        let total = delta("kfop_client_requests_total");
+        let total = delta(metrics.requests);
         let reconciles = delta("controller_runtime_reconcile_time_seconds_count");
         let reconcile_seconds = delta("controller_runtime_reconcile_time_seconds_sum");
         Self {
             total,
             per_job: total / jobs,
             per_job_by_kind,
-            rate_limiter_wait_seconds: delta("kfop_client_rate_limiter_wait_seconds_total"),
+            rate_limiter_wait_seconds: (!operator::series(after, metrics.limiter_wait).is_empty())
+                .then(|| delta(metrics.limiter_wait)),
             reconciles_per_job: delta("controller_runtime_reconcile_total") / jobs,
             reconcile_mean_seconds: if reconciles > 0.0 {
                 reconcile_seconds / reconciles
@@ -180,6 +211,9 @@ pub struct Run {
     pub ceiling: Option<Phase>,
     /// The operator with every kind enabled, with `--compare-all-schemes`.
     pub all_schemes: Option<Phase>,
+    /// Kubeflow's training-operator on the same workload, with `--peer kubeflow`.
+    #[serde(default)]
+    pub kubeflow: Option<Phase>,
 }
 
 #[cfg(test)]
@@ -229,14 +263,25 @@ mod tests {
                      controller_runtime_reconcile_total{controller=\"c\",result=\"success\"} 30\n\
                      controller_runtime_reconcile_time_seconds_sum{controller=\"c\"} 6.0\n\
                      controller_runtime_reconcile_time_seconds_count{controller=\"c\"} 30\n";
-        let r = RequestStats::between(before, after, 10);
+        let r = RequestStats::between(RequestMetrics::KFOP, before, after, 10);
         assert_eq!(r.total, 40.0);
         assert_eq!(r.per_job, 4.0);
         assert_eq!(r.per_job_by_kind.len(), 1);
         assert_eq!(r.per_job_by_kind["create pods 201"], 4.0);
-        assert_eq!(r.rate_limiter_wait_seconds, 3.5);
+        assert_eq!(r.rate_limiter_wait_seconds, Some(3.5));
         assert_eq!(r.reconciles_per_job, 3.0);
         assert!((r.reconcile_mean_seconds - 0.2).abs() < 1e-9);
+    }
+
+    #[test]
+    fn kubeflow_requests_by_method_and_code() {
+        let after = "rest_client_requests_total{code=\"201\",host=\"127.0.0.1:1\",method=\"POST\"} 80\n\
+                     rest_client_requests_total{code=\"200\",host=\"127.0.0.1:1\",method=\"GET\"} 20\n\
+                     rest_client_rate_limiter_duration_seconds_sum{host=\"127.0.0.1:1\",verb=\"POST\"} 7.5\n";
+        let r = RequestStats::between(RequestMetrics::CLIENT_GO, "", after, 10);
+        assert_eq!((r.total, r.per_job), (100.0, 10.0));
+        assert_eq!(r.per_job_by_kind["POST 201"], 8.0);
+        assert_eq!(r.rate_limiter_wait_seconds, Some(7.5));
     }
 
     #[test]

@@ -4,18 +4,19 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Namespace;
-use kfop_testenv::{ControlPlane, NodeShape, PlaneOptions};
+use kfop_testenv::{ControlPlane, NodeShape, Peer, PeerOptions, PlaneOptions};
 use kube::Client;
 use kube::api::{Api, PostParams};
 
 use crate::ceiling::{self, Children};
-use crate::cli::Args;
+use crate::cli::{Args, PeerOperator};
 use crate::error::{Error, Result};
 use crate::observe::Observed;
 use crate::operator::{self, Operator};
-use crate::results::{Phase, ProcessStats, RequestStats, Run, RunConfig};
-use crate::sample::Sampler;
+use crate::results::{Phase, ProcessStats, RequestMetrics, RequestStats, Run, RunConfig};
+use crate::sample::{Sample, Sampler};
 use crate::submit::{self, PODS_PER_JOB, Pace};
+use crate::timeline::Timeline;
 use crate::{plot, report};
 
 /// How long the ceiling waits for kwok to run its pods once they all exist.
@@ -77,6 +78,10 @@ pub async fn run(args: &Args) -> Result<Run> {
     } else {
         None
     };
+    let kubeflow = match args.peer {
+        Some(PeerOperator::Kubeflow) => Some(kubeflow_phase(args, &plane, &client).await?),
+        None => None,
+    };
     config.date = date();
 
     let run = Run {
@@ -84,6 +89,7 @@ pub async fn run(args: &Args) -> Result<Run> {
         operator: first,
         ceiling,
         all_schemes,
+        kubeflow,
     };
     write_results(&run, &results)?;
     drop(plane);
@@ -185,15 +191,71 @@ async fn operator_phase(
     flags.extend(config(args).operator_args);
     let mut operator = Operator::spawn(bin, plane.kubeconfig(), &flags, &phase.log).await?;
     operator.wait_ready(Duration::from_secs(60)).await?;
+    let measured = measure(args, client, phase.namespace, &phase.name, operator.pid(), || {
+        operator.scrape()
+    })
+    .await?;
+    let captured = if phase.capture {
+        tokio::time::sleep(ceiling::CAPTURE_SETTLE).await;
+        Some(ceiling::capture(client, phase.namespace).await?)
+    } else {
+        None
+    };
+    operator.stop(Duration::from_secs(10)).await?;
+    Ok((
+        measured.phase(&phase.name, RequestMetrics::KFOP, args.jobs),
+        captured,
+    ))
+}
+
+/// What one operator process did with the workload: the jobs' timeline, its RSS and CPU, and
+/// its metrics before and after.
+struct Measured {
+    timeline: Timeline,
+    samples: Vec<Sample>,
+    before: String,
+    after: String,
+}
+
+impl Measured {
+    fn phase(self, name: &str, metrics: RequestMetrics, jobs: usize) -> Phase {
+        let mut result = Phase::from_timeline(name, self.timeline, true);
+        result.process = ProcessStats::of(&self.samples);
+        result.requests = Some(RequestStats::between(metrics, &self.before, &self.after, jobs));
+        result.samples = self.samples;
+        tracing::info!(
+            phase = %name,
+            throughput_all_pods = ?result.throughput_all_pods,
+            throughput_succeeded = ?result.throughput_succeeded,
+            incomplete = result.incomplete,
+            "phase done"
+        );
+        result
+    }
+}
+
+/// Submits the jobs into `namespace`, watched by the operator process `pid` whose metrics
+/// `scrape` reads, and waits for every job to succeed (or the timeout).
+async fn measure<Fut>(
+    args: &Args,
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    pid: u32,
+    scrape: impl Fn() -> Fut,
+) -> Result<Measured>
+where
+    Fut: std::future::Future<Output = Result<String>>,
+{
     let start = Instant::now();
-    let sampler = Sampler::start(operator.pid(), start, args.sample_every);
+    let sampler = Sampler::start(pid, start, args.sample_every);
     tokio::time::sleep(IDLE_SETTLE).await;
-    let before = operator.scrape().await?;
+    let before = scrape().await?;
 
     let observed = Observed::new(start, PODS_PER_JOB);
     let resource = submit::pytorch_resource();
-    let watches = observed.watch(client, phase.namespace, Some(&resource));
-    let jobs_api = kube::Api::namespaced_with(client.clone(), phase.namespace, &resource);
+    let watches = observed.watch(client, namespace, Some(&resource));
+    let jobs_api = kube::Api::namespaced_with(client.clone(), namespace, &resource);
     let pace = if args.rate > 0.0 {
         Pace::Rate(args.rate)
     } else {
@@ -204,35 +266,48 @@ async fn operator_phase(
     submit::submit(&jobs_api, args.jobs, args.complete_after, pace, &observed).await?;
     let jobs = args.jobs;
     observed
-        .wait_until(args.timeout, &phase.name, |t| t.count(|m| m.succeeded) >= jobs)
+        .wait_until(args.timeout, name, |t| t.count(|m| m.succeeded) >= jobs)
         .await;
-    let after = operator.scrape().await?;
+    let after = scrape().await?;
     // A last reading with every job still present.
     tokio::time::sleep(args.sample_every).await;
     let samples = sampler.stop();
     for watch in watches {
         watch.abort();
     }
-    let captured = if phase.capture {
-        tokio::time::sleep(ceiling::CAPTURE_SETTLE).await;
-        Some(ceiling::capture(client, phase.namespace).await?)
-    } else {
-        None
-    };
-    operator.stop(Duration::from_secs(10)).await?;
+    Ok(Measured {
+        timeline: observed.snapshot(),
+        samples,
+        before,
+        after,
+    })
+}
 
-    let mut result = Phase::from_timeline(&phase.name, observed.snapshot(), true);
-    result.process = ProcessStats::of(&samples);
-    result.requests = Some(RequestStats::between(&before, &after, args.jobs));
-    result.samples = samples;
-    tracing::info!(
-        phase = %phase.name,
-        throughput_all_pods = ?result.throughput_all_pods,
-        throughput_succeeded = ?result.throughput_succeeded,
-        incomplete = result.incomplete,
-        "phase done"
-    );
-    Ok((result, captured))
+/// Kubeflow training-operator v1.8.1 at its defaults (one reconcile thread, client QPS 20 and
+/// burst 30) on the same workload, watching its own namespace, out of cluster.
+async fn kubeflow_phase(args: &Args, plane: &ControlPlane, client: &Client) -> Result<Phase> {
+    let name = "Kubeflow training-operator v1.8.1";
+    let namespace = "bench-kubeflow";
+    tracing::info!(phase = name, jobs = args.jobs, "peer phase");
+    let peer = Peer::start(
+        plane.kubeconfig(),
+        namespace,
+        PeerOptions {
+            enable_schemes: vec!["pytorchjob".to_owned()],
+            // The plane has kfop's CRDs, which serve the same API.
+            install_crds: false,
+            start_timeout: Duration::from_secs(120),
+            ..PeerOptions::default()
+        },
+    )
+    .await?;
+    let addr = peer.metrics_addr();
+    let measured = measure(args, client, namespace, name, peer.pid(), || {
+        operator::scrape(addr)
+    })
+    .await?;
+    drop(peer);
+    Ok(measured.phase(name, RequestMetrics::CLIENT_GO, args.jobs))
 }
 
 /// Creates the captured pods and services with a plain client, `--concurrency` jobs at a time.

@@ -18,6 +18,8 @@ fn small_run_writes_results() {
             "--timeout",
             "3m",
             "--compare-all-schemes",
+            "--peer",
+            "kubeflow",
         ],
         dir.path(),
     );
@@ -29,15 +31,21 @@ fn small_run_writes_results() {
     assert!(md.contains("## Targets"), "{md}");
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("results.json")).unwrap()).unwrap();
-    for phase in ["operator", "ceiling", "all_schemes"] {
+    for phase in ["operator", "ceiling", "all_schemes", "kubeflow"] {
         assert_eq!(json[phase]["jobs"], 5, "{phase}: {json}");
         assert_eq!(
             json[phase]["incomplete"], 0,
             "{phase} left jobs unfinished:\n{stderr}"
         );
     }
-    assert!(json["operator"]["requests"]["per_job"].as_f64().unwrap() > 0.0);
-    assert!(!json["operator"]["samples"].as_array().unwrap().is_empty());
+    for phase in ["operator", "kubeflow"] {
+        assert!(
+            json[phase]["requests"]["per_job"].as_f64().unwrap() > 0.0,
+            "{phase}: {json}"
+        );
+        assert!(!json[phase]["samples"].as_array().unwrap().is_empty(), "{phase}");
+    }
+    assert!(md.contains("| operator / Kubeflow |"), "{md}");
     for plot in ["latency.svg", "rss.svg"] {
         let svg = std::fs::read_to_string(dir.path().join(plot)).unwrap();
         assert!(svg.starts_with("<svg"), "{plot}");

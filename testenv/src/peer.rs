@@ -509,6 +509,11 @@ impl Peer {
     }
 
     /// `127.0.0.1:<port>` of its Prometheus metrics (`/metrics`).
+    /// The peer's process id (for RSS and CPU readings).
+    pub fn pid(&self) -> u32 {
+        self.component.child.id()
+    }
+
     pub fn metrics_addr(&self) -> SocketAddr {
         SocketAddr::from(([127, 0, 0, 1], self.metrics_port))
     }
