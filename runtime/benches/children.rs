@@ -1,25 +1,44 @@
 //! What one reconcile pays to find its job's pods, with N live jobs of 4 pods each cached: the
 //! owner index (`Children::of`) against the scan of every cached pod it replaced, measured in
-//! the same run. Prints a table; asserts nothing about time.
+//! the same run; and a whole pure pass (the index lookup, then planning the job from its
+//! running pods), whose cost must not grow with N. Prints a table; asserts nothing about time.
 //!
 //! `cargo bench -p kfop-runtime --bench children`
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 use std::hint::black_box;
 use std::time::Instant;
 
-use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
 use kfop_runtime::children::Children;
+use kfop_runtime::labels;
+use kfop_runtime::plan::{Observed, plan};
 use kfop_runtime::relist::Settled;
+use kfop_runtime::testing::{TestFramework, TestJob, job, replica};
 use kube::runtime::reflector;
 use kube::runtime::watcher::Event;
 
 const PODS_PER_JOB: usize = 4;
 
+/// A running worker pod of `job-<job>`, labelled as the planner labels its pods.
 fn pod(job: usize, index: usize) -> Pod {
     let mut pod = Pod::default();
     pod.metadata.name = Some(format!("job-{job}-worker-{index}"));
     pod.metadata.namespace = Some("bench".into());
+    pod.metadata.labels = Some(
+        [
+            (labels::JOB_NAME, format!("job-{job}")),
+            (labels::REPLICA_TYPE, "worker".to_owned()),
+            (labels::REPLICA_INDEX, index.to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect(),
+    );
+    pod.status = Some(PodStatus {
+        phase: Some("Running".into()),
+        ..PodStatus::default()
+    });
     pod.metadata.owner_references = Some(vec![OwnerReference {
         api_version: "kubeflow.org/v1".into(),
         kind: "PyTorchJob".into(),
@@ -42,10 +61,23 @@ fn mean_micros(lookups: usize, mut find: impl FnMut(usize) -> usize) -> f64 {
     started.elapsed().as_secs_f64() * 1e6 / lookups as f64
 }
 
+/// `job-<n>` with the 4 workers of [`pod`], its uid the pods' owner.
+fn test_job(n: usize) -> TestJob {
+    let mut j = job("bench", &format!("job-{n}"), &[("Worker", replica(4, None))]);
+    j.metadata.uid = Some(format!("uid-{n}"));
+    j
+}
+
 fn main() {
-    println!("| live jobs | cached pods | index µs/reconcile | scan µs/reconcile | scan / index |");
-    println!("|---:|---:|---:|---:|---:|");
+    println!(
+        "| live jobs | cached pods | index µs/reconcile | scan µs/reconcile | scan / index | index + plan µs/reconcile |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|");
+    let framework = TestFramework::default();
+    let now = Time(k8s_openapi::jiff::Timestamp::now());
+    let mut first_pass = None;
     for jobs in [100, 1_000, 10_000] {
+        let job_objects: Vec<TestJob> = (0..jobs).map(test_job).collect();
         let (store, mut writer) = reflector::store::<Pod>();
         let children = Children::new(store.clone(), ());
         for job in 0..jobs {
@@ -76,10 +108,23 @@ fn main() {
                 })
                 .count()
         });
+        let pass = mean_micros(lookups, |i| {
+            let job = &job_objects[(i * 7919) % jobs];
+            let observed = Observed {
+                pods: children.of(&uid(i)),
+                ..Observed::default()
+            };
+            let p = plan(&framework, job, &observed, &now).unwrap();
+            p.create_pods.len() + observed.pods.len()
+        });
         println!(
-            "| {jobs} | {} | {index:.2} | {scan:.2} | {:.0}x |",
+            "| {jobs} | {} | {index:.2} | {scan:.2} | {:.0}x | {pass:.2} |",
             jobs * PODS_PER_JOB,
             scan / index
         );
+        let base = *first_pass.get_or_insert(pass);
+        if jobs == 10_000 {
+            println!("\nwhole pass at 10000 live jobs / at 100: {:.2}x", pass / base);
+        }
     }
 }
