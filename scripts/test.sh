@@ -11,10 +11,11 @@ step "control plane binaries"
 bin=$(testenv/controlplane/build.sh | tail -n 1)
 echo "using $bin"
 
-step "Kubeflow's operators as peers (the conformance oracle)"
+step "Kubeflow's operators as peers (the conformance oracle) and Kueue"
 testenv/peers/build.sh training-operator
 testenv/peers/build.sh training-operator-v1.9.0
 testenv/peers/build.sh mpi-operator-v0.6.0
+testenv/peers/build.sh kueue-v0.17.0   # the kueue test runs it next to kfop
 
 step "Helm and kustomize (the install test renders the chart and the overlays with them)"
 testenv/tools/build.sh helm

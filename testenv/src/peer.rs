@@ -12,7 +12,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::ByteString;
-use k8s_openapi::api::admissionregistration::v1::{ValidatingWebhookConfiguration, WebhookClientConfig};
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration, WebhookClientConfig,
+};
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -48,6 +50,27 @@ const MPI_OPERATOR_BINARY: &str = "mpi-operator";
 pub const MPI_OPERATOR_HEALTH_PORT: u16 = 8080;
 /// What mpi-operator logs once it leads and its informer caches are synced.
 const MPI_OPERATOR_READY_LINE: &str = "Started workers";
+
+/// Kueue v0.17.0 (`testenv/peers/kueue-v0.17.0/`): not a Kubeflow operator but the job queue
+/// that runs next to one. It suspends labelled jobs at creation (its mutating webhook) and
+/// un-suspends them once their Workload fits a ClusterQueue's quota. It runs out of cluster as
+/// [`Peer::start`] describes: a config file, its webhooks (mutating and validating) on loopback.
+pub const KUEUE_V0_17_0: &str = "kueue-v0.17.0";
+/// The binary `build.sh` names after Kueue's `peer.env`.
+const KUEUE_BINARY: &str = "kueue";
+/// The Kubeflow kinds kfop serves that Kueue integrates (its `integrations.frameworks` are
+/// `kubeflow.org/<kind>`); MXJob has no integration.
+pub const KUEUE_KUBEFLOW_KINDS: [&str; 6] = [
+    "pytorchjob",
+    "tfjob",
+    "mpijob",
+    "paddlejob",
+    "xgboostjob",
+    "jaxjob",
+];
+/// With `internalCertManagement` off, Kueue's `cmd/kueue` reads its metrics server's certificate
+/// from this fixed path (no flag or setting moves it) and exits when it is missing.
+pub const KUEUE_METRICS_CERT_DIR: &str = "/etc/kueue/metrics/certs";
 
 /// The Secret training-operator's cert rotator keeps its CA and serving cert in (its default
 /// `--webhook-secret-name`); it must exist before the operator starts.
@@ -189,17 +212,39 @@ impl PeerBuild {
         }
     }
 
-    /// The peer's ValidatingWebhookConfiguration as its module ships it, if it has one.
-    fn webhooks(&self) -> Result<Option<ValidatingWebhookConfiguration>> {
+    /// The peer's webhook configurations as its module ships them: none, a validating one
+    /// (training-operator) or both kinds in one file (Kueue).
+    fn webhooks(&self) -> Result<ModuleWebhooks> {
         let file = self.dir.join("webhooks.yaml");
+        let mut found = ModuleWebhooks::default();
         if !file.is_file() {
-            return Ok(None);
+            return Ok(found);
         }
+        let unparsable = |e: &dyn std::fmt::Display| {
+            peer_error(&self.peer, format!("{} does not parse: {e}", file.display()))
+        };
         let text = std::fs::read_to_string(&file).map_err(Error::io(&file))?;
-        serde_saphyr::from_str(&text)
-            .map(Some)
-            .map_err(|e| peer_error(&self.peer, format!("{} does not parse: {e}", file.display())))
+        let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text).map_err(|e| unparsable(&e))?;
+        for doc in docs {
+            match doc["kind"].as_str() {
+                Some("ValidatingWebhookConfiguration") => {
+                    found.validating = Some(serde_json::from_value(doc).map_err(|e| unparsable(&e))?);
+                }
+                Some("MutatingWebhookConfiguration") => {
+                    found.mutating = Some(serde_json::from_value(doc).map_err(|e| unparsable(&e))?);
+                }
+                _ => {}
+            }
+        }
+        Ok(found)
     }
+}
+
+/// The webhook configurations in a peer's module.
+#[derive(Debug, Default)]
+struct ModuleWebhooks {
+    validating: Option<ValidatingWebhookConfiguration>,
+    mutating: Option<MutatingWebhookConfiguration>,
 }
 
 /// Whether the API server calls the peer's validating webhooks.
@@ -264,6 +309,7 @@ pub struct Peer {
     kubeconfig: PathBuf,
     namespace: String,
     webhook_config: Option<String>,
+    mutating_webhook_config: Option<String>,
     metrics_port: u16,
     health_port: u16,
     webhook_port: u16,
@@ -293,6 +339,9 @@ impl Peer {
         if name == MPI_OPERATOR_BINARY {
             return Self::start_mpi_operator(build, kubeconfig, namespace, &options, started).await;
         }
+        if name == KUEUE_BINARY {
+            return Self::start_kueue(build, &client, kubeconfig, namespace, &options, started).await;
+        }
 
         let dir = fresh_dir(&name, namespace)?;
         let logs = dir.join("logs");
@@ -309,6 +358,7 @@ impl Peer {
         let tmp = dir.join("tmp");
         let webhooks = build
             .webhooks()?
+            .validating
             .map(|vwc| enabled_webhooks(vwc, &options.enable_schemes));
         let webhook_paths = webhooks.as_ref().map(webhook_paths).unwrap_or_default();
         let ca = if webhooks.is_some() {
@@ -352,6 +402,7 @@ impl Peer {
             kubeconfig: kubeconfig.to_owned(),
             namespace: namespace.to_owned(),
             webhook_config: None,
+            mutating_webhook_config: None,
             metrics_port,
             health_port,
             webhook_port,
@@ -360,42 +411,47 @@ impl Peer {
         // until the webhook server listens, writes of jobs in `namespace` are refused.
         if let (PeerWebhooks::Loopback, Some(vwc), Some(ca)) = (options.webhooks, webhooks, &ca) {
             let vwc = loopback_webhooks(vwc, &name, namespace, webhook_port, &ca.pem);
-            let vwc_name = vwc.metadata.name.clone().unwrap_or_default();
-            peer.webhook_config = Some(vwc_name.clone());
-            Api::<ValidatingWebhookConfiguration>::all(client.clone())
-                .patch(
-                    &vwc_name,
-                    &PatchParams::apply("kfop-testenv").force(),
-                    &Patch::Apply(&vwc),
-                )
-                .await
-                .map_err(Error::kube(format!("applying webhook configuration {vwc_name}")))?;
+            peer.webhook_config = Some(apply_webhooks(&client, &vwc).await?);
         }
+        peer.wait_ready(ca.as_ref(), &webhook_paths, &options, started)
+            .await?;
+        Ok(peer)
+    }
 
+    /// Waits until `/readyz` answers 200 and then every webhook in `paths` answers (trusting
+    /// `ca`), failing early if the peer exits.
+    async fn wait_ready(
+        &mut self,
+        ca: Option<&Ca>,
+        paths: &[String],
+        options: &PeerOptions,
+        started: Instant,
+    ) -> Result<()> {
+        let name = self.build.name().to_owned();
         let deadline = Instant::now() + options.start_timeout;
-        let readyz = SocketAddr::from(([127, 0, 0, 1], health_port));
+        let readyz = self.health_addr();
         while !http_ok(readyz, "/readyz") {
-            peer.component.check_alive()?;
+            self.component.check_alive()?;
             if Instant::now() >= deadline {
                 return Err(Error::Timeout {
                     what: format!(
                         "{name} /readyz on {readyz}; last log lines from {}:\n{}",
-                        peer.log().display(),
-                        peer.log_tail(20)
+                        self.log().display(),
+                        self.log_tail(20)
                     ),
                     seconds: started.elapsed().as_secs(),
                 });
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        // `/readyz` passes once the webhook server serves the first scheme's webhook; the other
-        // schemes register theirs just after (in random order), and until then the API server
-        // gets 404 and refuses their jobs. Wait until every path answers.
-        if let Some(ca) = &ca {
-            let probe = webhook_client(webhook_port, ca)?;
-            for path in &webhook_paths {
+        // training-operator's `/readyz` passes once the webhook server serves the first scheme's
+        // webhook; the other schemes register theirs just after (in random order), and until
+        // then the API server gets 404 and refuses their jobs. Wait until every path answers.
+        if let Some(ca) = ca {
+            let probe = webhook_client(self.webhook_port, ca)?;
+            for path in paths {
                 while !webhook_answers(&probe, path).await {
-                    peer.component.check_alive()?;
+                    self.component.check_alive()?;
                     if Instant::now() >= deadline {
                         return Err(Error::Timeout {
                             what: format!("{name} to serve webhook {path}"),
@@ -406,7 +462,90 @@ impl Peer {
                 }
             }
         }
-        tracing::info!(peer = %name, %namespace, elapsed_ms = started.elapsed().as_millis(), "peer ready");
+        tracing::info!(peer = %name, namespace = %self.namespace, elapsed_ms = started.elapsed().as_millis(), "peer ready");
+        Ok(())
+    }
+
+    /// Kueue out of cluster, cluster-wide but managing jobs of `namespace` only
+    /// (`managedJobsNamespaceSelector`), with its own cert management off: it serves a cert of
+    /// ours for 127.0.0.1 (also copied to [`KUEUE_METRICS_CERT_DIR`] if that is empty), and its
+    /// webhooks for Kueue's own kinds and the enabled Kubeflow kinds (`enable_schemes`, by
+    /// default [`KUEUE_KUBEFLOW_KINDS`]) are registered with URLs. Its visibility API server is
+    /// off (it would need an APIService and delegated auth). Returns once `/readyz` answers
+    /// (its webhook server serves) and every registered webhook answers.
+    async fn start_kueue(
+        build: PeerBuild,
+        client: &Client,
+        kubeconfig: &Path,
+        namespace: &str,
+        options: &PeerOptions,
+        started: Instant,
+    ) -> Result<Self> {
+        let name = build.name().to_owned();
+        let dir = fresh_dir(&name, namespace)?;
+        let logs = dir.join("logs");
+        std::fs::create_dir_all(&logs).map_err(Error::io(&logs))?;
+        let [metrics_port, health_port, webhook_port]: [u16; 3] = free_ports(3)?
+            .try_into()
+            .map_err(|_| peer_error(&name, "could not reserve 3 ports"))?;
+        let cert_dir = dir.join(SERVING_CERT_DIR);
+        let ca = write_serving_cert(&cert_dir, &options.operator_namespace)?;
+        ensure_kueue_metrics_cert(&name, &cert_dir, Path::new(KUEUE_METRICS_CERT_DIR))?;
+
+        let kinds = kueue_kinds(&options.enable_schemes);
+        let config = kueue_config(
+            &options.operator_namespace,
+            namespace,
+            &kinds,
+            [metrics_port, health_port, webhook_port],
+            &cert_dir,
+        );
+        let config_file = dir.join("config.json");
+        std::fs::write(&config_file, config.to_string()).map_err(Error::io(&config_file))?;
+        let keep = |path: &str, groups: &[String]| kueue_keeps_webhook(path, groups, &kinds);
+        let manifests = build.webhooks()?;
+        let mutating = manifests.mutating.map(|mut w| {
+            w.retain_hooks(keep);
+            w
+        });
+        let validating = manifests.validating.map(|mut w| {
+            w.retain_hooks(keep);
+            w
+        });
+        let mut paths = mutating.as_ref().map(webhook_paths).unwrap_or_default();
+        paths.extend(validating.as_ref().map(webhook_paths).unwrap_or_default());
+
+        let mut args = vec![
+            format!("KUBECONFIG={}", kubeconfig.display()),
+            build.bin.display().to_string(),
+            format!("--config={}", config_file.display()),
+        ];
+        args.extend(options.extra_args.iter().cloned());
+        let component = process::spawn(&name, Path::new("env"), &args, &logs, Lifetime::DieWithParent)?;
+        let mut peer = Self {
+            build,
+            component,
+            dir,
+            kubeconfig: kubeconfig.to_owned(),
+            namespace: namespace.to_owned(),
+            webhook_config: None,
+            mutating_webhook_config: None,
+            metrics_port,
+            health_port,
+            webhook_port,
+        };
+        // As for training-operator: applied once the peer runs, so that they go with it.
+        if options.webhooks == PeerWebhooks::Loopback {
+            if let Some(mwc) = mutating {
+                let mwc = loopback_webhooks(mwc, &name, namespace, webhook_port, &ca.pem);
+                peer.mutating_webhook_config = Some(apply_webhooks(client, &mwc).await?);
+            }
+            if let Some(vwc) = validating {
+                let vwc = loopback_webhooks(vwc, &name, namespace, webhook_port, &ca.pem);
+                peer.webhook_config = Some(apply_webhooks(client, &vwc).await?);
+            }
+        }
+        peer.wait_ready(Some(&ca), &paths, options, started).await?;
         Ok(peer)
     }
 
@@ -465,6 +604,7 @@ impl Peer {
             kubeconfig: kubeconfig.to_owned(),
             namespace: namespace.to_owned(),
             webhook_config: None,
+            mutating_webhook_config: None,
             metrics_port,
             health_port: MPI_OPERATOR_HEALTH_PORT,
             webhook_port: 0,
@@ -539,7 +679,9 @@ impl Drop for Peer {
     fn drop(&mut self) {
         stop_pid(self.component.child.id(), Duration::from_secs(5));
         let _ = self.component.child.wait();
-        if let Some(name) = self.webhook_config.take() {
+        let validating = self.webhook_config.take();
+        let mutating = self.mutating_webhook_config.take();
+        if validating.is_some() || mutating.is_some() {
             // A configuration left behind would fail every write of jobs in the namespace
             // (failurePolicy Fail). Drop cannot await: delete from a thread with its own runtime.
             let kubeconfig = self.kubeconfig.clone();
@@ -549,8 +691,15 @@ impl Drop for Peer {
                 };
                 rt.block_on(async {
                     if let Ok(client) = kubeconfig::client_from(&kubeconfig).await {
-                        let api = Api::<ValidatingWebhookConfiguration>::all(client);
-                        let _ = api.delete(&name, &DeleteParams::default()).await;
+                        let dp = DeleteParams::default();
+                        if let Some(name) = validating {
+                            let api = Api::<ValidatingWebhookConfiguration>::all(client.clone());
+                            let _ = api.delete(&name, &dp).await;
+                        }
+                        if let Some(name) = mutating {
+                            let api = Api::<MutatingWebhookConfiguration>::all(client);
+                            let _ = api.delete(&name, &dp).await;
+                        }
                     }
                 });
             });
@@ -773,17 +922,74 @@ fn ensure_rotator_sees_certs(peer: &str, pem: &str) -> Result<()> {
     }
 }
 
-/// The module's webhook configuration, renamed (the rotator only rewrites the caBundle of the
-/// one named `validator.training-operator.kubeflow.org`, and would put its CA there) and pointed
-/// at the peer on loopback, for `namespace` only.
-fn loopback_webhooks(
-    mut vwc: ValidatingWebhookConfiguration,
+/// What a peer's validating and mutating webhook configurations share (the same fields on two
+/// types), so that one piece of code points either at loopback.
+trait WebhookSet:
+    kube::Resource<DynamicType = (), Scope = k8s_openapi::ClusterResourceScope>
+    + Clone
+    + std::fmt::Debug
+    + serde::Serialize
+    + serde::de::DeserializeOwned
+{
+    /// Each webhook's client config and namespace selector.
+    fn endpoints_mut(&mut self) -> Vec<(&mut WebhookClientConfig, &mut Option<LabelSelector>)>;
+    /// Keeps the webhooks for which `keep(service path, API groups of its rules)` holds.
+    fn retain_hooks(&mut self, keep: impl Fn(&str, &[String]) -> bool);
+    /// Its webhooks' service paths.
+    fn paths(&self) -> Vec<String>;
+}
+
+macro_rules! webhook_set {
+    ($config:ty) => {
+        impl WebhookSet for $config {
+            fn endpoints_mut(&mut self) -> Vec<(&mut WebhookClientConfig, &mut Option<LabelSelector>)> {
+                self.webhooks
+                    .iter_mut()
+                    .flatten()
+                    .map(|w| (&mut w.client_config, &mut w.namespace_selector))
+                    .collect()
+            }
+
+            fn retain_hooks(&mut self, keep: impl Fn(&str, &[String]) -> bool) {
+                if let Some(hooks) = &mut self.webhooks {
+                    hooks.retain(|w| {
+                        let service = w.client_config.service.as_ref();
+                        let path = service.and_then(|s| s.path.as_deref()).unwrap_or_default();
+                        let groups: Vec<String> = w
+                            .rules
+                            .iter()
+                            .flatten()
+                            .flat_map(|r| r.api_groups.iter().flatten().cloned())
+                            .collect();
+                        keep(path, &groups)
+                    });
+                }
+            }
+
+            fn paths(&self) -> Vec<String> {
+                self.webhooks
+                    .iter()
+                    .flatten()
+                    .filter_map(|w| w.client_config.service.as_ref()?.path.clone())
+                    .collect()
+            }
+        }
+    };
+}
+webhook_set!(ValidatingWebhookConfiguration);
+webhook_set!(MutatingWebhookConfiguration);
+
+/// The module's webhook configuration, renamed (training-operator's rotator only rewrites the
+/// caBundle of the one named `validator.training-operator.kubeflow.org`, and would put its CA
+/// there) and pointed at the peer on loopback, for `namespace` only.
+fn loopback_webhooks<W: WebhookSet>(
+    mut config: W,
     name: &str,
     namespace: &str,
     port: u16,
     ca_pem: &str,
-) -> ValidatingWebhookConfiguration {
-    vwc.metadata = ObjectMeta {
+) -> W {
+    *config.meta_mut() = ObjectMeta {
         name: Some(format!("kfop-peer-{namespace}-{name}")),
         labels: Some(BTreeMap::from([(
             "app.kubernetes.io/managed-by".to_owned(),
@@ -791,19 +997,18 @@ fn loopback_webhooks(
         )])),
         ..ObjectMeta::default()
     };
-    for webhook in vwc.webhooks.iter_mut().flatten() {
-        let path = webhook
-            .client_config
+    for (client_config, selector) in config.endpoints_mut() {
+        let path = client_config
             .service
             .as_ref()
             .and_then(|s| s.path.clone())
             .unwrap_or_default();
-        webhook.client_config = WebhookClientConfig {
+        *client_config = WebhookClientConfig {
             url: Some(format!("https://127.0.0.1:{port}{path}")),
             ca_bundle: Some(ByteString(ca_pem.as_bytes().to_vec())),
             service: None,
         };
-        webhook.namespace_selector = Some(LabelSelector {
+        *selector = Some(LabelSelector {
             match_labels: Some(BTreeMap::from([(
                 "kubernetes.io/metadata.name".to_owned(),
                 namespace.to_owned(),
@@ -811,7 +1016,21 @@ fn loopback_webhooks(
             ..LabelSelector::default()
         });
     }
-    vwc
+    config
+}
+
+/// Applies a webhook configuration made by [`loopback_webhooks`]; returns its name.
+async fn apply_webhooks<W: WebhookSet>(client: &Client, config: &W) -> Result<String> {
+    let name = config.meta().name.clone().unwrap_or_default();
+    Api::<W>::all(client.clone())
+        .patch(
+            &name,
+            &PatchParams::apply("kfop-testenv").force(),
+            &Patch::Apply(config),
+        )
+        .await
+        .map_err(Error::kube(format!("applying webhook configuration {name}")))?;
+    Ok(name)
 }
 
 /// `vwc` with only the webhooks of `schemes` (all when empty). A scheme's webhook path ends in
@@ -824,26 +1043,106 @@ fn enabled_webhooks(
     if schemes.is_empty() {
         return vwc;
     }
-    if let Some(webhooks) = &mut vwc.webhooks {
-        webhooks.retain(|w| {
-            let path = w.client_config.service.as_ref().and_then(|s| s.path.as_deref());
-            path.is_some_and(|p| {
-                schemes
-                    .iter()
-                    .any(|s| p.ends_with(&format!("-{}", s.to_ascii_lowercase())))
-            })
-        });
-    }
+    vwc.retain_hooks(|path, _| {
+        schemes
+            .iter()
+            .any(|s| path.ends_with(&format!("-{}", s.to_ascii_lowercase())))
+    });
     vwc
 }
 
-/// The paths of the webhooks in `vwc`.
-fn webhook_paths(vwc: &ValidatingWebhookConfiguration) -> Vec<String> {
-    vwc.webhooks
-        .iter()
-        .flatten()
-        .filter_map(|w| w.client_config.service.as_ref()?.path.clone())
-        .collect()
+/// The paths of the webhooks in `config`.
+fn webhook_paths<W: WebhookSet>(config: &W) -> Vec<String> {
+    config.paths()
+}
+
+/// Kueue's `integrations.frameworks` kinds: `schemes` lowercased, or [`KUEUE_KUBEFLOW_KINDS`].
+fn kueue_kinds(schemes: &[String]) -> Vec<String> {
+    if schemes.is_empty() {
+        KUEUE_KUBEFLOW_KINDS.iter().map(|k| (*k).to_owned()).collect()
+    } else {
+        schemes.iter().map(|s| s.to_ascii_lowercase()).collect()
+    }
+}
+
+/// Kueue's configuration file (`config.kueue.x-k8s.io/v1beta2`; JSON is YAML) for one run:
+/// `ports` are metrics, health and webhook, all on 127.0.0.1.
+fn kueue_config(
+    operator_namespace: &str,
+    namespace: &str,
+    kinds: &[String],
+    [metrics, health, webhook]: [u16; 3],
+    cert_dir: &Path,
+) -> serde_json::Value {
+    let frameworks: Vec<String> = kinds.iter().map(|k| format!("kubeflow.org/{k}")).collect();
+    serde_json::json!({
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "namespace": operator_namespace,
+        "health": { "healthProbeBindAddress": format!("127.0.0.1:{health}") },
+        "metrics": { "bindAddress": format!("127.0.0.1:{metrics}") },
+        "webhook": { "host": "127.0.0.1", "port": webhook, "certDir": cert_dir },
+        "leaderElection": { "leaderElect": false },
+        // Its rotator would inject its CA into conversion webhooks the base CRDs do not have,
+        // and its cert names only the in-cluster Service.
+        "internalCertManagement": { "enable": false },
+        "manageJobsWithoutQueueName": false,
+        // Other tests' jobs on the same plane are none of its business.
+        "managedJobsNamespaceSelector": {
+            "matchLabels": { "kubernetes.io/metadata.name": namespace },
+        },
+        "clientConnection": { "qps": 50, "burst": 100 },
+        "integrations": { "frameworks": frameworks },
+        "featureGates": { "VisibilityOnDemand": false },
+    })
+}
+
+/// Whether Kueue's webhook at `path` (for `groups`) is registered: those of Kueue's own kinds and
+/// of the enabled Kubeflow kinds (`/mutate-kubeflow-org-v1-pytorchjob`). The others' integrations
+/// are off and their kinds absent.
+fn kueue_keeps_webhook(path: &str, groups: &[String], kinds: &[String]) -> bool {
+    let has = |group: &str| groups.iter().any(|g| g == group);
+    has("kueue.x-k8s.io") || (has("kubeflow.org") && kinds.iter().any(|k| path.ends_with(&format!("-{k}"))))
+}
+
+/// Puts `tls.crt` and `tls.key` from `from` into `to` unless it has them; a directory renamed in
+/// place, so that Kueues starting together never read a mismatched pair.
+fn ensure_kueue_metrics_cert(peer: &str, from: &Path, to: &Path) -> Result<()> {
+    if to.join("tls.crt").is_file() && to.join("tls.key").is_file() {
+        return Ok(());
+    }
+    let unwritable = |e: std::io::Error| {
+        peer_error(
+            peer,
+            format!(
+                "Kueue out of cluster reads its metrics certificate from {} (fixed in its \
+                 cmd/kueue) and it could not be written ({e}); make it writable once: \
+                 sudo mkdir -p {0} && sudo chown -R \"$USER\" {0}",
+                to.display()
+            ),
+        )
+    };
+    let parent = to.parent().unwrap_or(to);
+    std::fs::create_dir_all(parent).map_err(unwritable)?;
+    let staging = parent.join(format!(".certs-{}", std::process::id()));
+    std::fs::create_dir_all(&staging).map_err(unwritable)?;
+    for file in ["tls.crt", "tls.key"] {
+        std::fs::copy(from.join(file), staging.join(file)).map_err(unwritable)?;
+    }
+    let renamed = std::fs::rename(&staging, to);
+    let _ = std::fs::remove_dir_all(&staging);
+    match renamed {
+        Ok(()) => Ok(()),
+        // Another run got there first (or an empty directory is there: fill it).
+        Err(_) if to.join("tls.crt").is_file() => Ok(()),
+        Err(_) => {
+            std::fs::create_dir_all(to).map_err(unwritable)?;
+            for file in ["tls.key", "tls.crt"] {
+                std::fs::copy(from.join(file), to.join(file)).map_err(unwritable)?;
+            }
+            Ok(())
+        }
+    }
 }
 
 /// A client for the peer's webhook server, trusting its CA as the API server does.
@@ -950,6 +1249,64 @@ mod tests {
         };
         assert_eq!(build.name(), "training-operator");
         assert_eq!(build.version(), "v1.9.0");
+    }
+
+    #[test]
+    fn kueue_keeps_its_own_webhooks_and_the_enabled_kubeflow_kinds() {
+        let kinds = kueue_kinds(&["PyTorchJob".to_owned(), "mpijob".to_owned()]);
+        assert_eq!(kinds, ["pytorchjob", "mpijob"]);
+        let groups = |g: &str| vec![g.to_owned()];
+        let keeps = |path: &str, group: &str| kueue_keeps_webhook(path, &groups(group), &kinds);
+        assert!(keeps("/mutate-kubeflow-org-v1-pytorchjob", "kubeflow.org"));
+        assert!(keeps("/validate-kubeflow-org-v2beta1-mpijob", "kubeflow.org"));
+        assert!(keeps(
+            "/validate-kueue-x-k8s-io-v1beta2-clusterqueue",
+            "kueue.x-k8s.io"
+        ));
+        assert!(!keeps("/mutate-kubeflow-org-v1-tfjob", "kubeflow.org"));
+        assert!(!keeps(
+            "/mutate-trainer-kubeflow-org-v1alpha1-trainjob",
+            "trainer.kubeflow.org"
+        ));
+        assert!(!keeps("/mutate-batch-v1-job", "batch"));
+        assert_eq!(kueue_kinds(&[]).len(), KUEUE_KUBEFLOW_KINDS.len());
+    }
+
+    #[test]
+    fn kueue_config_runs_it_out_of_cluster_for_one_namespace() {
+        let kinds = kueue_kinds(&[]);
+        let config = kueue_config("kueue-system", "kf", &kinds, [1, 2, 3], Path::new("/certs"));
+        assert_eq!(config["internalCertManagement"]["enable"], false);
+        assert_eq!(
+            config["webhook"],
+            serde_json::json!({ "host": "127.0.0.1", "port": 3, "certDir": "/certs" })
+        );
+        assert_eq!(config["health"]["healthProbeBindAddress"], "127.0.0.1:2");
+        assert_eq!(config["metrics"]["bindAddress"], "127.0.0.1:1");
+        assert_eq!(
+            config["managedJobsNamespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"],
+            "kf"
+        );
+        let frameworks = config["integrations"]["frameworks"].as_array().unwrap();
+        assert!(frameworks.contains(&serde_json::json!("kubeflow.org/mpijob")));
+        assert_eq!(frameworks.len(), KUEUE_KUBEFLOW_KINDS.len());
+    }
+
+    #[test]
+    fn kueue_metrics_cert_is_copied_once() {
+        let root = std::env::temp_dir().join(format!("kfop-kueue-metrics-{}", std::process::id()));
+        let from = root.join("serving");
+        write_serving_cert(&from, "kueue-system").unwrap();
+        let to = root.join("etc/kueue/metrics/certs");
+        ensure_kueue_metrics_cert("kueue", &from, &to).unwrap();
+        let first = std::fs::read(to.join("tls.crt")).unwrap();
+        assert_eq!(first, std::fs::read(from.join("tls.crt")).unwrap());
+        assert!(to.join("tls.key").is_file());
+        // A second run (another CA) keeps the pair it finds.
+        write_serving_cert(&from, "kueue-system").unwrap();
+        ensure_kueue_metrics_cert("kueue", &from, &to).unwrap();
+        assert_eq!(std::fs::read(to.join("tls.crt")).unwrap(), first);
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]

@@ -7,12 +7,14 @@ use std::time::Duration;
 
 use kfop_operator::samples;
 use kfop_operator::schemes::{self, Scheme};
-use kfop_runtime::api::{JobConditionType, JobStatus};
 use kfop_runtime::k8s_openapi::api::core::v1::Pod;
 use kfop_runtime::kube::ResourceExt;
 use kfop_runtime::kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
 use kfop_runtime::testing::Operator;
 use kfop_testenv::{TestEnv, TestNamespace, pods, wait};
+
+mod common;
+use common::{pod_count, running_pods, until_succeeded};
 
 /// A namespace on the shared plane with every bundled CRD installed.
 async fn namespace(prefix: &str) -> TestNamespace {
@@ -45,28 +47,6 @@ async fn create(ns: &TestNamespace, scheme: Scheme, name: &str) -> Api<DynamicOb
     api
 }
 
-/// The job's pods once there are `count` of them, all Running.
-async fn running_pods(ns: &TestNamespace, job: &str, count: usize) -> Vec<Pod> {
-    let selector = format!("training.kubeflow.org/job-name={job}");
-    let api: Api<Pod> = ns.api();
-    wait::until(
-        &format!("{count} running pods of {job}"),
-        wait::default_timeout(),
-        || {
-            let api = api.clone();
-            let selector = selector.clone();
-            async move {
-                let list = api.list(&ListParams::default().labels(&selector)).await.ok();
-                Ok(list.map(|l| l.items).filter(|items| {
-                    items.len() == count && items.iter().all(|p| pods::phase(p) == "Running")
-                }))
-            }
-        },
-    )
-    .await
-    .unwrap()
-}
-
 async fn pods_gone(ns: &TestNamespace, job: &str) {
     let selector = format!("training.kubeflow.org/job-name={job}");
     let api: Api<Pod> = ns.api();
@@ -80,44 +60,6 @@ async fn pods_gone(ns: &TestNamespace, job: &str) {
     })
     .await
     .unwrap();
-}
-
-/// How many pods `scheme`'s sample job runs.
-fn pod_count(scheme: Scheme) -> usize {
-    let (_, mut sample) = samples::sample(scheme).unwrap();
-    samples::replica_specs_mut(&mut sample)
-        .unwrap()
-        .values()
-        .map(|s| s["replicas"].as_u64().unwrap_or(1) as usize)
-        .sum()
-}
-
-/// Waits a minute for `name` to succeed; fails with its status.
-async fn until_succeeded(api: &Api<DynamicObject>, name: &str, how: &str) {
-    let succeeded = wait::until(
-        &format!("{name} Succeeded {how}"),
-        Duration::from_secs(60),
-        || {
-            let api = api.clone();
-            async move {
-                let job = api.get(name).await.ok();
-                Ok(job.filter(|j| status(j).is(JobConditionType::Succeeded)))
-            }
-        },
-    )
-    .await;
-    if let Err(error) = succeeded {
-        let job = api.get(name).await.unwrap();
-        panic!("{error}; the job's status: {:?}", job.data.get("status"));
-    }
-}
-
-fn status(job: &DynamicObject) -> JobStatus {
-    job.data
-        .get("status")
-        .cloned()
-        .and_then(|s| kfop_runtime::serde_json::from_value(s).ok())
-        .unwrap_or_default()
 }
 
 #[tokio::test]

@@ -1,0 +1,336 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! Kueue v0.17.0 next to kfop (issue #18): Kueue (built from its Go module, run out of cluster by
+//! `kfop_testenv::Peer`, its integrations `kubeflow.org/{pytorchjob,tfjob,mpijob,...}` on) queues
+//! PyTorchJobs, TFJobs and MPIJobs labelled `kueue.x-k8s.io/queue-name` against a ClusterQueue's
+//! CPU quota. Its webhook suspends them at creation; the ones that fit are admitted (un-suspended)
+//! and kfop runs them to Succeeded, which finishes their Workloads and frees the quota for the
+//! ones that waited suspended, with no pods. A job `managedBy` MultiKueue is left alone by kfop.
+use std::time::Duration;
+
+use kfop_operator::samples;
+use kfop_operator::schemes::{self, Scheme};
+use kfop_runtime::api::JobConditionType;
+use kfop_runtime::k8s_openapi::api::core::v1::Pod;
+use kfop_runtime::kube::ResourceExt;
+use kfop_runtime::kube::api::{ApiResource, DynamicObject, ListParams, PostParams};
+use kfop_runtime::kube::{Api, Client};
+use kfop_runtime::serde_json::{Value, json};
+use kfop_runtime::testing::Operator;
+use kfop_testenv::peer::KUEUE_V0_17_0;
+use kfop_testenv::{Peer, PeerOptions, TestEnv, TestNamespace, pods, wait};
+
+mod common;
+use common::{job_pods, pod_count, running_pods, status, until_succeeded};
+
+const QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
+const LOCAL_QUEUE: &str = "team";
+
+fn kueue_resource(kind: &str, plural: &str) -> ApiResource {
+    ApiResource {
+        group: "kueue.x-k8s.io".to_owned(),
+        version: "v1beta2".to_owned(),
+        api_version: "kueue.x-k8s.io/v1beta2".to_owned(),
+        kind: kind.to_owned(),
+        plural: plural.to_owned(),
+    }
+}
+
+fn object(value: Value) -> DynamicObject {
+    kfop_runtime::serde_json::from_value(value).unwrap()
+}
+
+/// `scheme`'s sample job named `name`, each pod requesting one CPU (and nothing else: the
+/// ClusterQueue covers CPU only), labelled for the LocalQueue unless `queue` is false.
+fn job(scheme: Scheme, name: &str, queue: bool) -> DynamicObject {
+    let (_, mut job) = samples::sample(scheme).unwrap();
+    job.metadata.name = Some(name.to_owned());
+    if queue {
+        job.metadata.labels = Some([(QUEUE_LABEL.to_owned(), LOCAL_QUEUE.to_owned())].into());
+    }
+    for spec in samples::replica_specs_mut(&mut job).unwrap().values_mut() {
+        for container in spec["template"]["spec"]["containers"].as_array_mut().unwrap() {
+            container["resources"] = json!({ "requests": { "cpu": "1" } });
+        }
+    }
+    job
+}
+
+fn jobs(ns: &TestNamespace, scheme: Scheme) -> Api<DynamicObject> {
+    Api::namespaced_with(ns.client(), ns.name(), &samples::api_resource(scheme))
+}
+
+fn suspended(job: &DynamicObject) -> bool {
+    job.data["spec"]["runPolicy"]["suspend"] == json!(true)
+}
+
+/// Creates the job; Kueue's mutating webhook must have suspended it in the create itself.
+async fn create_queued(ns: &TestNamespace, scheme: Scheme, name: &str) {
+    let created = jobs(ns, scheme)
+        .create(&PostParams::default(), &job(scheme, name, true))
+        .await
+        .unwrap();
+    assert!(
+        suspended(&created),
+        "{name}: Kueue did not suspend it at creation: {:?}",
+        created.data["spec"]["runPolicy"]
+    );
+}
+
+/// The Workload Kueue made for the job named `job` (it owns it), once it has condition `type_`
+/// True (`Some(true)`), False (`Some(false)`), or exists (`None`).
+async fn workload(client: &Client, ns: &str, job: &str, condition: Option<(&str, bool)>) -> Value {
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), ns, &kueue_resource("Workload", "workloads"));
+    let what = format!("the Workload of {job} with {condition:?}");
+    let found = wait::until(&what, wait::default_timeout(), || {
+        let api = api.clone();
+        async move {
+            let list = api.list(&ListParams::default()).await.ok();
+            let owned = list.into_iter().flat_map(|l| l.items).find(|w| {
+                w.owner_references()
+                    .iter()
+                    .any(|o| o.name == job && o.api_version.starts_with("kubeflow.org/"))
+            });
+            Ok(owned
+                .map(|w| kfop_runtime::serde_json::to_value(w).unwrap())
+                .filter(|w| {
+                    condition.is_none_or(|(type_, want)| {
+                        let wanted = if want { "True" } else { "False" };
+                        w["status"]["conditions"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .any(|c| c["type"] == type_ && c["status"] == wanted)
+                    })
+                }))
+        }
+    })
+    .await;
+    match found {
+        Ok(w) => w,
+        Err(error) => {
+            let all = api.list(&ListParams::default()).await.unwrap();
+            let statuses: Vec<_> = all
+                .items
+                .iter()
+                .map(|w| (w.name_any(), w.data.get("status")))
+                .collect();
+            panic!("{error}; Workloads: {statuses:?}");
+        }
+    }
+}
+
+/// Waits until Kueue has admitted the job (its Workload Admitted, the job un-suspended) and kfop
+/// runs all its pods.
+async fn admitted_and_running(ns: &TestNamespace, scheme: Scheme, name: &str) -> Vec<Pod> {
+    workload(&ns.client(), ns.name(), name, Some(("Admitted", true))).await;
+    let api = jobs(ns, scheme);
+    wait::until(&format!("{name} un-suspended"), wait::default_timeout(), || {
+        let api = api.clone();
+        async move { Ok(api.get(name).await.ok().filter(|j| !suspended(j)).map(|_| ())) }
+    })
+    .await
+    .unwrap();
+    running_pods(ns, name, pod_count(scheme)).await
+}
+
+/// Ends the job's pods with exit code 0, the ones that decide success (master, launcher) last, so
+/// that none is cleaned up before it is ended; then waits for kfop's Succeeded.
+async fn finish_and_succeed(ns: &TestNamespace, scheme: Scheme, name: &str, pods_of_job: Vec<Pod>) {
+    let mut pods_of_job = pods_of_job;
+    let decides = |p: &Pod| {
+        let role = p.labels().get("training.kubeflow.org/replica-type").cloned();
+        matches!(role.as_deref(), Some("master" | "launcher"))
+    };
+    pods_of_job.sort_by_key(|p| decides(p));
+    let pod_api: Api<Pod> = ns.api();
+    for pod in &pods_of_job {
+        pods::finish(&pod_api, &pod.name_any(), 0, 0).await.unwrap();
+    }
+    until_succeeded(&jobs(ns, scheme), name, "after Kueue admitted it").await;
+}
+
+/// Queue objects for one test namespace: a ResourceFlavor, a ClusterQueue of `cpus` CPUs for
+/// that namespace, and the LocalQueue [`LOCAL_QUEUE`] in it. Returns once the ClusterQueue is
+/// active.
+async fn queues(ns: &TestNamespace, cpus: usize) {
+    let client = ns.client();
+    let flavor = format!("flavor-{}", ns.name());
+    let cluster_queue = format!("cq-{}", ns.name());
+    let pp = PostParams::default();
+    let flavors: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &kueue_resource("ResourceFlavor", "resourceflavors"),
+    );
+    flavors
+        .create(
+            &pp,
+            &object(json!({
+                "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+                "metadata": { "name": flavor },
+            })),
+        )
+        .await
+        .unwrap();
+    let cqs: Api<DynamicObject> =
+        Api::all_with(client.clone(), &kueue_resource("ClusterQueue", "clusterqueues"));
+    cqs.create(&pp, &object(json!({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+        "metadata": { "name": cluster_queue },
+        "spec": {
+            "namespaceSelector": { "matchLabels": { "kubernetes.io/metadata.name": ns.name() } },
+            "resourceGroups": [{
+                "coveredResources": ["cpu"],
+                "flavors": [{ "name": flavor, "resources": [{ "name": "cpu", "nominalQuota": cpus.to_string() }] }],
+            }],
+        },
+    })))
+    .await
+    .unwrap();
+    let lqs: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        ns.name(),
+        &kueue_resource("LocalQueue", "localqueues"),
+    );
+    lqs.create(
+        &pp,
+        &object(json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+            "metadata": { "name": LOCAL_QUEUE, "namespace": ns.name() },
+            "spec": { "clusterQueue": cluster_queue },
+        })),
+    )
+    .await
+    .unwrap();
+    wait::until("the ClusterQueue active", wait::default_timeout(), || {
+        let cqs = cqs.clone();
+        let cluster_queue = cluster_queue.clone();
+        async move {
+            let cq = cqs.get(&cluster_queue).await.ok();
+            let active = cq.is_some_and(|cq| {
+                cq.data["status"]["conditions"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|c| c["type"] == "Active" && c["status"] == "True")
+            });
+            Ok(active.then_some(()))
+        }
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn kueue_queues_kubeflow_jobs_that_kfop_runs() {
+    let env = TestEnv::shared().unwrap();
+    let all = schemes::parse(&[]).unwrap();
+    env.install_crds(all.iter().map(|s| kfop_operator::crds::of(*s)))
+        .await
+        .unwrap();
+    let ns = env.namespace("kueue").await.unwrap();
+    let options = PeerOptions {
+        peer: KUEUE_V0_17_0.to_owned(),
+        operator_namespace: "kueue-system".to_owned(),
+        ..PeerOptions::default()
+    };
+    let kueue = Peer::start(env.kubeconfig(), ns.name(), options).await.unwrap();
+    let _operator = Operator::start_with(
+        ns.client(),
+        ns.name(),
+        |_| {},
+        move |m| kfop_operator::register(m, &all),
+    );
+
+    // The first three fill the quota exactly.
+    let first = [
+        (Scheme::PyTorchJob, "pt-first"),
+        (Scheme::TfJob, "tf-first"),
+        (Scheme::MpiJob, "mpi-first"),
+    ];
+    let quota: usize = first.iter().map(|(s, _)| pod_count(*s)).sum();
+    queues(&ns, quota).await;
+
+    // Dispatched to a MultiKueue worker cluster: this cluster's operator must not run it.
+    let elsewhere = "pt-multikueue";
+    let mut multikueue = job(Scheme::PyTorchJob, elsewhere, false);
+    multikueue.data["spec"]["runPolicy"] = json!({ "managedBy": "kueue.x-k8s.io/multikueue" });
+    jobs(&ns, Scheme::PyTorchJob)
+        .create(&PostParams::default(), &multikueue)
+        .await
+        .unwrap();
+
+    let mut running = Vec::new();
+    for (scheme, name) in first {
+        create_queued(&ns, scheme, name).await;
+    }
+    for (scheme, name) in first {
+        running.push(admitted_and_running(&ns, scheme, name).await);
+    }
+
+    // With the quota used up, the next ones wait suspended: Kueue reserves them no quota, and
+    // kfop reports them Suspended and creates no pods.
+    let waiting = [
+        (Scheme::PyTorchJob, "pt-waiting"),
+        (Scheme::MpiJob, "mpi-waiting"),
+    ];
+    for (scheme, name) in waiting {
+        create_queued(&ns, scheme, name).await;
+        workload(&ns.client(), ns.name(), name, Some(("QuotaReserved", false))).await;
+    }
+    for (scheme, name) in waiting {
+        let api = jobs(&ns, scheme);
+        wait::until(
+            &format!("{name} reported Suspended"),
+            wait::default_timeout(),
+            || {
+                let api = api.clone();
+                async move {
+                    Ok(api
+                        .get(name)
+                        .await
+                        .ok()
+                        .filter(|j| status(j).is(JobConditionType::Suspended)))
+                }
+            },
+        )
+        .await
+        .unwrap();
+    }
+    // Give a wrongly started job time to show pods.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    for (scheme, name) in waiting {
+        let job = jobs(&ns, scheme).get(name).await.unwrap();
+        assert!(suspended(&job), "{name} was un-suspended without quota");
+        assert!(
+            job_pods(&ns, name).await.is_empty(),
+            "{name} has pods while suspended"
+        );
+    }
+
+    // kfop's Succeeded finishes each Workload, which frees the quota for the waiting jobs.
+    for ((scheme, name), pods_of_job) in first.into_iter().zip(running) {
+        finish_and_succeed(&ns, scheme, name, pods_of_job).await;
+        workload(&ns.client(), ns.name(), name, Some(("Finished", true))).await;
+    }
+    for (scheme, name) in waiting {
+        let pods_of_job = admitted_and_running(&ns, scheme, name).await;
+        finish_and_succeed(&ns, scheme, name, pods_of_job).await;
+    }
+
+    // All that time kfop left the MultiKueue job alone: no pods, no status.
+    let untouched = jobs(&ns, Scheme::PyTorchJob).get(elsewhere).await.unwrap();
+    assert!(
+        job_pods(&ns, elsewhere).await.is_empty(),
+        "kfop ran a job managed by MultiKueue"
+    );
+    assert!(
+        untouched
+            .data
+            .get("status")
+            .is_none_or(|s| s.is_null() || s == &json!({})),
+        "kfop wrote the status of a job managed by MultiKueue: {:?}",
+        untouched.data.get("status")
+    );
+    drop(kueue);
+}
