@@ -261,6 +261,7 @@ pub enum PeerWebhooks {
 /// How to run a peer. The flags are training-operator's; mpi-operator maps what it has of
 /// them (`--namespace`, `--threadiness`, `--gang-scheduling`, `--monitoring-port`) and ignores
 /// the rest (it has no schemes and no webhooks).
+/// Kueue reads `enable_schemes` as the Kubeflow kinds to integrate and ignores the rest.
 #[derive(Debug, Clone)]
 pub struct PeerOptions {
     /// The folder under `testenv/peers/`.
@@ -322,7 +323,8 @@ impl Peer {
     /// off, no gang scheduler unless asked, and metrics, probes and webhook on free loopback
     /// ports. Returns once `/readyz` answers 200 (for training-operator: its cert rotator is
     /// done and its webhook server serves) and every enabled webhook answers. mpi-operator
-    /// (no webhooks, leader election always on) starts as [`MPI_OPERATOR_V0_6_0`] describes.
+    /// (no webhooks, leader election always on) starts as [`MPI_OPERATOR_V0_6_0`] describes,
+    /// Kueue (a config file, webhooks of both kinds) as [`KUEUE_V0_17_0`] does.
     pub async fn start(kubeconfig: &Path, namespace: &str, options: PeerOptions) -> Result<Self> {
         let started = Instant::now();
         let peer = options.peer.clone();
@@ -1270,6 +1272,38 @@ mod tests {
         ));
         assert!(!keeps("/mutate-batch-v1-job", "batch"));
         assert_eq!(kueue_kinds(&[]).len(), KUEUE_KUBEFLOW_KINDS.len());
+    }
+
+    #[test]
+    fn webhook_manifests_of_one_or_both_kinds_parse() {
+        let dir = std::env::temp_dir().join(format!("kfop-peer-webhooks-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let build = PeerBuild {
+            peer: KUEUE_V0_17_0.to_owned(),
+            bin: dir.join("bin/kueue"),
+            dir: dir.clone(),
+        };
+        assert!(build.webhooks().unwrap().validating.is_none());
+        let validating = serde_json::to_string(&upstream_like()).unwrap();
+        let mutating = validating.replace("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration");
+        std::fs::write(
+            dir.join("webhooks.yaml"),
+            format!("---\n{mutating}\n---\n{validating}\n"),
+        )
+        .unwrap();
+        let both = build.webhooks().unwrap();
+        assert_eq!(
+            webhook_paths(&both.mutating.unwrap()),
+            ["/validate-kubeflow-org-v1-pytorchjob"]
+        );
+        assert_eq!(
+            webhook_paths(&both.validating.unwrap()),
+            ["/validate-kubeflow-org-v1-pytorchjob"]
+        );
+        std::fs::write(dir.join("webhooks.yaml"), validating).unwrap();
+        let one = build.webhooks().unwrap();
+        assert!(one.mutating.is_none() && one.validating.is_some());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

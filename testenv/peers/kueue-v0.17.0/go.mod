@@ -1,5 +1,6 @@
 module kfop.local/peers/kueue-v0.17.0
 
+// `go 1.25.0` as in Kueue v0.17.0's own go.mod, so it runs with that release's defaults.
 go 1.25.0
 
 tool sigs.k8s.io/kueue/cmd/kueue
