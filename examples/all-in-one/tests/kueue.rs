@@ -1,8 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! Kueue v0.17.0 next to kfop (issue #18): Kueue (built from its Go module, run out of cluster by
 //! `kfop_testenv::Peer`, its integrations `kubeflow.org/{pytorchjob,tfjob,mpijob,...}` on) queues
-//! PyTorchJobs, TFJobs and MPIJobs labelled `kueue.x-k8s.io/queue-name` against a ClusterQueue's
-//! CPU quota. Its webhook suspends them at creation; the ones that fit are admitted (un-suspended)
+//! PyTorchJobs, TFJobs and MPIJobs (then XGBoost, Paddle and JAX jobs) labelled
+//! `kueue.x-k8s.io/queue-name` against a ClusterQueue's CPU quota. Its webhook suspends them at creation; the ones that fit are admitted (un-suspended)
 //! and kfop runs them to Succeeded, which finishes their Workloads and frees the quota for the
 //! ones that waited suspended, with no pods. A job `managedBy` MultiKueue is left alone by kfop.
 use std::time::Duration;
@@ -40,7 +40,8 @@ fn object(value: Value) -> DynamicObject {
 }
 
 /// `scheme`'s sample job named `name`, each pod requesting one CPU (and nothing else: the
-/// ClusterQueue covers CPU only), labelled for the LocalQueue unless `queue` is false.
+/// ClusterQueue covers CPU only), its ports' protocol explicit, labelled for the LocalQueue
+/// unless `queue` is false.
 fn job(scheme: Scheme, name: &str, queue: bool) -> DynamicObject {
     let (_, mut job) = samples::sample(scheme).unwrap();
     job.metadata.name = Some(name.to_owned());
@@ -50,6 +51,12 @@ fn job(scheme: Scheme, name: &str, queue: bool) -> DynamicObject {
     for spec in samples::replica_specs_mut(&mut job).unwrap().values_mut() {
         for container in spec["template"]["spec"]["containers"].as_array_mut().unwrap() {
             container["resources"] = json!({ "requests": { "cpu": "1" } });
+            // Kueue's Workload CRD defaults a port's protocol to TCP and kfop's job CRDs (pod
+            // templates kept as given) do not, so a port without one (the XGBoost sample's) makes
+            // the Workload never match its job: Kueue deletes and recreates it forever.
+            for port in container["ports"].as_array_mut().into_iter().flatten() {
+                port["protocol"] = json!("TCP");
+            }
         }
     }
     job
@@ -270,9 +277,11 @@ async fn kueue_queues_kubeflow_jobs_that_kfop_runs() {
 
     // With the quota used up, the next ones wait suspended: Kueue reserves them no quota, and
     // kfop reports them Suspended and creates no pods.
+    // The other kinds Kueue integrates: 7 CPUs, so that all fit once the first ones are done.
     let waiting = [
-        (Scheme::PyTorchJob, "pt-waiting"),
-        (Scheme::MpiJob, "mpi-waiting"),
+        (Scheme::XgBoostJob, "xgb-waiting"),
+        (Scheme::PaddleJob, "paddle-waiting"),
+        (Scheme::JaxJob, "jax-waiting"),
     ];
     for (scheme, name) in waiting {
         create_queued(&ns, scheme, name).await;
