@@ -38,6 +38,9 @@ pub enum Error {
         source: serde_saphyr::ser::Error,
     },
 
+    #[error(transparent)]
+    Webhook(#[from] crate::webhook::WebhookError),
+
     #[error("metrics and health server: {0}")]
     Server(#[from] crate::server::ServerError),
 

@@ -33,6 +33,7 @@ pub mod relist;
 pub mod server;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+pub mod webhook;
 
 pub use error::{Error, Result};
 pub use framework::{

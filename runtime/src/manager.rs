@@ -39,6 +39,8 @@ pub struct ManagerConfig {
     /// Where `/metrics`, `/healthz` and `/readyz` are served; none when unset.
     pub metrics_addr: Option<SocketAddr>,
     pub leader_election: Option<LeaderElection>,
+    /// The conversion webhook, served when a converter is registered.
+    pub webhook: Option<crate::webhook::WebhookConfig>,
     /// Event reporter name (`reportingController`).
     pub reporter: String,
 }
@@ -76,6 +78,7 @@ pub struct Manager {
     config: ManagerConfig,
     metrics: Arc<Metrics>,
     frameworks: Vec<Registered>,
+    converters: Vec<Arc<dyn crate::webhook::Converter>>,
 }
 
 impl std::fmt::Debug for Manager {
@@ -95,6 +98,7 @@ impl Manager {
             config,
             metrics: Arc::new(Metrics::new()),
             frameworks: Vec::new(),
+            converters: Vec::new(),
         }
     }
 
@@ -145,6 +149,14 @@ impl Manager {
         self
     }
 
+    /// Adds a kind served in more than one version: the conversion webhook (see
+    /// [`crate::webhook`]) converts it, on every replica, leader or not.
+    #[must_use]
+    pub fn convert(mut self, converter: impl crate::webhook::Converter + 'static) -> Self {
+        self.converters.push(Arc::new(converter));
+        self
+    }
+
     /// Runs until `shutdown` resolves (then stops gracefully) or a controller fails.
     pub async fn run(self, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> Result<()> {
         let (ready_tx, ready_rx) = watch::channel(false);
@@ -163,6 +175,7 @@ impl Manager {
             None => futures::future::pending().boxed(),
         };
         let server = tokio::spawn(server);
+        let webhook = self.spawn_webhook(&stop_rx)?;
         let stopper = tokio::spawn(async move {
             shutdown.await;
             let _ = stop_tx.send(true);
@@ -191,7 +204,36 @@ impl Manager {
         }
         stopper.abort();
         server.abort();
+        if let Some(webhook) = webhook {
+            webhook.abort();
+        }
         result
+    }
+
+    /// Starts the conversion webhook when a converter is registered; it runs beside the
+    /// controllers, on standby replicas too, and logs (never ends the operator on) a failure.
+    fn spawn_webhook(&self, stop: &watch::Receiver<bool>) -> Result<Option<tokio::task::JoinHandle<()>>> {
+        let Some(config) = self
+            .config
+            .webhook
+            .clone()
+            .filter(|_| !self.converters.is_empty())
+        else {
+            return Ok(None);
+        };
+        let listener = crate::webhook::bind(config.addr)?;
+        let converters = Arc::new(self.converters.clone());
+        let client = self.client.clone();
+        let mut stop = stop.clone();
+        let stopped = async move {
+            let _ = stop.wait_for(|s| *s).await;
+        };
+        Ok(Some(tokio::spawn(async move {
+            if let Err(e) = crate::webhook::serve(client, config.options, converters, listener, stopped).await
+            {
+                tracing::error!(error = %e, "conversion webhook stopped");
+            }
+        })))
     }
 
     async fn run_controllers(

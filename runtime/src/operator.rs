@@ -13,6 +13,7 @@ use crate::controller::ControllerConfig;
 use crate::error::{Error, Result};
 use crate::framework::{Framework, TrainingJob};
 use crate::manager::{LeaderElection, Manager, ManagerConfig};
+use crate::webhook::{Endpoint, Policy, WebhookConfig, WebhookOptions};
 
 /// Flags every kfop operator accepts (names follow Kubeflow's training-operator).
 #[derive(Debug, Clone, Args)]
@@ -56,6 +57,25 @@ pub struct OperatorArgs {
     /// job by at most this long
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     pub resync_period: Duration,
+    /// Address of the conversion webhook (HTTPS), served when a kind has several versions
+    #[arg(long, default_value = "0.0.0.0:9443")]
+    pub webhook_bind_address: SocketAddr,
+    /// The Service in front of the webhook, in the operator's namespace (port 443)
+    #[arg(long, default_value = "kfop-operator-webhook")]
+    pub webhook_service_name: String,
+    /// Reach the webhook at this https:// URL instead of the Service (out of cluster)
+    #[arg(long)]
+    pub webhook_url: Option<String>,
+    /// The Secret holding the webhook's CA bundle and serving certificate, made and rotated by
+    /// the operator itself
+    #[arg(long, default_value = "kfop-operator-webhook-cert")]
+    pub webhook_secret_name: String,
+    /// Namespace of that Secret and Service (default: MY_POD_NAMESPACE, else "kubeflow")
+    #[arg(long, env = "MY_POD_NAMESPACE", default_value = "kubeflow")]
+    pub webhook_namespace: String,
+    /// How long the webhook's certificates live; each is replaced with a third of it left
+    #[arg(long, default_value = "8760h", value_parser = parse_duration)]
+    pub webhook_cert_validity: Duration,
 }
 
 /// Parses `250ms`, `10s`, `2m`, `1h` or a bare number of seconds.
@@ -102,8 +122,33 @@ impl OperatorArgs {
                 identity,
                 lease_duration_secs: 15,
             }),
+            webhook: self.webhook_config(),
             reporter: reporter.to_owned(),
         }
+    }
+
+    /// The conversion webhook in cluster (behind its Service) or at `--webhook-url`; none out
+    /// of cluster without a URL, where the API server could not reach it.
+    fn webhook_config(&self) -> Option<WebhookConfig> {
+        let endpoint = match &self.webhook_url {
+            Some(url) => Endpoint::Url(url.clone()),
+            None if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() => Endpoint::Service {
+                namespace: self.webhook_namespace.clone(),
+                name: self.webhook_service_name.clone(),
+            },
+            None => return None,
+        };
+        Some(WebhookConfig {
+            addr: self.webhook_bind_address,
+            options: WebhookOptions {
+                namespace: self.webhook_namespace.clone(),
+                secret_name: self.webhook_secret_name.clone(),
+                endpoint,
+                policy: Policy {
+                    validity: self.webhook_cert_validity,
+                },
+            },
+        })
     }
 }
 

@@ -47,6 +47,7 @@ fn config(ns: &str, metrics: Option<SocketAddr>, leader: Option<LeaderElection>)
         },
         metrics_addr: metrics,
         leader_election: leader,
+        webhook: None,
         reporter: "kfop-test".to_owned(),
     }
 }
