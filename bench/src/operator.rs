@@ -63,6 +63,7 @@ impl Operator {
         identity: Option<&str>,
     ) -> Result<Self> {
         let metrics_addr = free_addr()?;
+        let webhook = free_addr()?;
         // Appended to: a restarted operator (chaos) keeps writing to the same log.
         let log_file = std::fs::File::options()
             .create(true)
@@ -77,6 +78,11 @@ impl Operator {
         command
             .args(args)
             .arg(format!("--metrics-bind-address={metrics_addr}"))
+            // The conversion webhook (MPIJob v1), reached on loopback as in cluster behind its
+            // Service; its Secret in a namespace every plane has.
+            .arg(format!("--webhook-bind-address={webhook}"))
+            .arg(format!("--webhook-url=https://{webhook}"))
+            .arg("--webhook-namespace=default")
             .env("KUBECONFIG", kubeconfig)
             .env(
                 "RUST_LOG",

@@ -104,9 +104,14 @@ pub async fn start_kfop(
     gang: Option<&str>,
 ) -> Result<OperatorProcess> {
     let metrics = free_port()?;
+    let webhook = free_port()?;
     let mut args = vec![
         format!("--namespace={namespace}"),
         format!("--metrics-bind-address={metrics}"),
+        // The conversion webhook on loopback, as in cluster behind its Service.
+        format!("--webhook-bind-address={webhook}"),
+        format!("--webhook-url=https://{webhook}"),
+        format!("--webhook-namespace={namespace}"),
     ];
     args.extend(gang.map(|g| format!("--gang-scheduler-name={g}")));
     args.extend(schemes.iter().map(|s| format!("--enable-scheme={s}")));

@@ -130,6 +130,27 @@ pub async fn install_crds(
     let params = PatchParams::apply("kfop-testenv").force();
     for crd in crds {
         let name = crd.name_any();
+        // An operator run out of cluster points a conversion webhook at its loopback URL (a
+        // field this apply does not own, so it would stay beside the Service this CRD names,
+        // which the API server rejects): drop it first.
+        let service = crd
+            .spec
+            .conversion
+            .as_ref()
+            .and_then(|c| c.webhook.as_ref())
+            .and_then(|w| w.client_config.as_ref())
+            .and_then(|c| c.service.as_ref());
+        if let Some(service) = service {
+            let reset = serde_json::json!({"spec": {"conversion": {"webhook": {"clientConfig": {"url": null, "service": service}}}}});
+            match api
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&reset))
+                .await
+            {
+                Ok(_) => {}
+                Err(kube::Error::Api(status)) if status.code == 404 => {}
+                Err(e) => return Err(Error::kube(format!("resetting CRD {name}'s webhook URL"))(e)),
+            }
+        }
         api.patch(&name, &params, &Patch::Apply(&crd))
             .await
             .map_err(Error::kube(format!("applying CRD {name}")))?;

@@ -29,3 +29,8 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- define "kfop.metricsPort" -}}
 {{- .Values.flags.metricsBindAddress | toString | splitList ":" | last -}}
 {{- end -}}
+
+{{/* The port of flags.webhookBindAddress: the conversion webhook's Service targets it. */}}
+{{- define "kfop.webhookPort" -}}
+{{- .Values.flags.webhookBindAddress | toString | splitList ":" | last -}}
+{{- end -}}

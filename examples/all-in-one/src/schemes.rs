@@ -18,14 +18,18 @@ macro_rules! bundled_kinds {
             pub const ALL: [(&'static str, Self); [$($flag),*].len()] = [$(($flag, Self::$variant),)*];
 
             /// Registers this kind's controller.
-            pub fn register(self, manager: Manager) -> Manager {
+            fn register_controller(self, manager: Manager) -> Manager {
                 match self {
                     $(Self::$variant => manager.register($framework),)*
                 }
             }
 
-            /// This kind's CRD.
-            pub fn crd(self) -> CustomResourceDefinition {
+            /// This kind's CRD as its derive makes it: one version (for MPIJob v2beta1 alone),
+            /// for an operator run without its conversion webhook (in process, in tests and
+            /// the demo), where a CRD naming an absent webhook would hold up the garbage
+            /// collector and namespace deletion (both read MPIJobs in v1, the preferred
+            /// version).
+            pub fn crd_without_conversion(self) -> CustomResourceDefinition {
                 match self {
                     $(Self::$variant => <$job>::crd(),)*
                 }
@@ -42,6 +46,26 @@ bundled_kinds! {
     JaxJob = "jaxjob": jax_operator::Jax, jax_operator::JAXJob;
     MxJob = "mxjob": mxnet_operator::Mxnet, mxnet_operator::MXJob;
     MpiJob = "mpijob": mpi_operator::Mpi, mpi_operator::MPIJob;
+}
+
+impl Scheme {
+    /// Registers this kind's controller, and its converter when it has several versions.
+    pub fn register(self, manager: Manager) -> Manager {
+        let manager = self.register_controller(manager);
+        match self {
+            Self::MpiJob => manager.convert(mpi_operator::convert::MpiConversion),
+            _ => manager,
+        }
+    }
+
+    /// This kind's CRD.
+    pub fn crd(self) -> CustomResourceDefinition {
+        match self {
+            // training-operator's v1 and mpi-operator's v2beta1, converted by the webhook.
+            Self::MpiJob => mpi_operator::crd(crate::deploy::NAMESPACE, &crate::deploy::webhook_service()),
+            _ => self.crd_without_conversion(),
+        }
+    }
 }
 
 /// An `--enable-scheme` value that names no bundled kind.

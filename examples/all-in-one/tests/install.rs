@@ -19,7 +19,9 @@ use kfop_runtime::api::{JobConditionType, JobStatus};
 use kfop_runtime::k8s_openapi::api::authentication::v1::SelfSubjectReview;
 use kfop_runtime::k8s_openapi::api::core::v1::{Namespace, Node};
 use kfop_runtime::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kfop_runtime::kube::api::{Api, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
+use kfop_runtime::kube::api::{
+    Api, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams, TypeMeta,
+};
 use kfop_runtime::kube::config::{KubeConfigOptions, Kubeconfig};
 use kfop_runtime::kube::discovery::{self, Scope};
 use kfop_runtime::kube::{Client, Config};
@@ -101,6 +103,16 @@ fn one<'a>(docs: &'a [Value], kind: &str) -> &'a Value {
     found[0]
 }
 
+/// The metrics Service (the other Service fronts the conversion webhook).
+fn metrics_service(docs: &[Value]) -> &Value {
+    let found: Vec<&Value> = of_kind(docs, "Service")
+        .into_iter()
+        .filter(|s| s["spec"]["ports"][0]["name"] == "metrics")
+        .collect();
+    assert_eq!(found.len(), 1, "one metrics Service expected");
+    found[0]
+}
+
 fn strings(value: &Value) -> Vec<String> {
     value
         .as_array()
@@ -142,6 +154,17 @@ fn check(what: &str, docs: Vec<Value>, namespace: &str) -> Install {
         let name = expected["metadata"]["name"].as_str().unwrap();
         let found = crds.iter().find(|c| c["metadata"]["name"] == name);
         let found = found.unwrap_or_else(|| panic!("{what}: no CRD {name}"));
+        let mut expected = expected.clone();
+        // kustomize moves the conversion webhook's Service into the install's namespace; Helm
+        // leaves `crds/` untemplated (the operator repoints it at itself when it starts).
+        let service = "/spec/conversion/webhook/clientConfig/service/namespace";
+        if let (Some(theirs), Some(ours)) = (found.pointer(service), expected.pointer_mut(service)) {
+            assert!(
+                theirs == namespace || theirs == deploy::NAMESPACE,
+                "{what}: CRD {name} sends conversions to namespace {theirs}"
+            );
+            *ours = theirs.clone();
+        }
         assert_eq!(
             numbers_as_f64(&found["spec"]),
             numbers_as_f64(&expected["spec"]),
@@ -219,10 +242,18 @@ fn check(what: &str, docs: Vec<Value>, namespace: &str) -> Install {
         .find_map(|a| a.strip_prefix("--metrics-bind-address="))
         .unwrap();
     let port: u16 = bind.parse::<SocketAddr>().unwrap().port();
+    let webhook = args
+        .iter()
+        .find_map(|a| a.strip_prefix("--webhook-bind-address="))
+        .unwrap();
+    let webhook_port: u16 = webhook.parse::<SocketAddr>().unwrap().port();
     let ports = container["ports"].as_array().unwrap();
     assert_eq!(
         ports,
-        &vec![json!({ "name": "metrics", "containerPort": port })],
+        &vec![
+            json!({ "name": "metrics", "containerPort": port }),
+            json!({ "name": "webhook", "containerPort": webhook_port }),
+        ],
         "{what}"
     );
     assert_eq!(
@@ -253,11 +284,35 @@ fn check(what: &str, docs: Vec<Value>, namespace: &str) -> Install {
         &pdb["spec"]["selector"]["matchLabels"], selector,
         "{what}: PDB selector"
     );
-    let service = one(&docs, "Service");
+    let service = metrics_service(&docs);
     assert_eq!(&service["spec"]["selector"], selector, "{what}: Service selector");
     assert_eq!(
         service["spec"]["ports"],
         json!([{ "name": "metrics", "port": port, "targetPort": "metrics" }]),
+        "{what}"
+    );
+    // The conversion webhook's Service: the one the MPIJob CRD names, on the same pods.
+    let mpijobs = of_kind(&docs, "CustomResourceDefinition")
+        .into_iter()
+        .find(|c| c["metadata"]["name"] == "mpijobs.kubeflow.org")
+        .unwrap();
+    let reference = &mpijobs["spec"]["conversion"]["webhook"]["clientConfig"]["service"];
+    let webhook_service = of_kind(&docs, "Service")
+        .into_iter()
+        .find(|s| s["metadata"]["name"] == reference["name"])
+        .unwrap_or_else(|| {
+            panic!(
+                "{what}: no Service {} for the conversion webhook",
+                reference["name"]
+            )
+        });
+    assert_eq!(
+        &webhook_service["spec"]["selector"], selector,
+        "{what}: webhook Service selector"
+    );
+    assert_eq!(
+        webhook_service["spec"]["ports"],
+        json!([{ "name": "webhook", "port": 443, "targetPort": "webhook" }]),
         "{what}"
     );
     assert!(
@@ -339,7 +394,7 @@ fn chart_and_overlays_render_what_an_install_needs() {
         assert!(args.contains(&expected.to_owned()), "{expected} not in {args:?}");
     }
     assert_eq!(container["ports"][0]["containerPort"], 9090);
-    assert_eq!(one(&custom, "Service")["spec"]["ports"][0]["port"], 9090);
+    assert_eq!(metrics_service(&custom)["spec"]["ports"][0]["port"], 9090);
     let monitor = one(&custom, "ServiceMonitor");
     assert_eq!(monitor["metadata"]["labels"]["release"], "prometheus");
     assert_eq!(monitor["spec"]["endpoints"][0]["port"], "metrics");
@@ -370,7 +425,7 @@ fn chart_and_overlays_render_what_an_install_needs() {
     assert_eq!(monitor["metadata"]["namespace"], "monitoring-test");
     assert_eq!(
         &monitor["spec"]["selector"]["matchLabels"],
-        &one(&with_monitor, "Service")["metadata"]["labels"]
+        &metrics_service(&with_monitor)["metadata"]["labels"]
     );
     eprintln!("rendered and checked in {:?}", started.elapsed());
 }
@@ -470,14 +525,25 @@ impl Replica {
             .unwrap()
             .local_addr()
             .unwrap();
-        let args: Vec<String> = install
+        let webhook = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        // Out of cluster the API server reaches the webhook at a loopback URL, not the Service.
+        let mut args: Vec<String> = install
             .args
             .iter()
-            .map(|a| match a.starts_with("--metrics-bind-address=") {
-                true => format!("--metrics-bind-address={addr}"),
-                false => a.clone(),
+            .map(|a| {
+                if a.starts_with("--metrics-bind-address=") {
+                    format!("--metrics-bind-address={addr}")
+                } else if a.starts_with("--webhook-bind-address=") {
+                    format!("--webhook-bind-address={webhook}")
+                } else {
+                    a.clone()
+                }
             })
             .collect();
+        args.push(format!("--webhook-url=https://{webhook}"));
         let log = dir.join(format!("{pod}.log"));
         let file = std::fs::File::create(&log).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_kfop-operator"))
@@ -629,6 +695,29 @@ async fn install_and_run(env: &TestEnv, install: &Install, dir: &Path) -> Measur
         api.create(&PostParams::default(), &job).await.unwrap();
         jobs.push((api, job.metadata.name.unwrap()));
     }
+    // An MPIJob in training-operator's v1, through the replicas' own conversion webhook (once
+    // one of them has pointed the CRD at itself).
+    let (_, mut job) = samples::sample(Scheme::MpiJob).unwrap();
+    let name = format!("mpijob-v1-{}", install.what);
+    job.metadata.name = Some(name.clone());
+    job.types = Some(TypeMeta {
+        api_version: "kubeflow.org/v1".into(),
+        kind: "MPIJob".into(),
+    });
+    for spec in samples::replica_specs_mut(&mut job).unwrap().values_mut() {
+        spec["template"]["metadata"]["annotations"][key] = json!(value);
+    }
+    let mut v1 = samples::api_resource(Scheme::MpiJob);
+    v1.version = "v1".into();
+    v1.api_version = "kubeflow.org/v1".into();
+    let api: Api<DynamicObject> = Api::namespaced_with(ns.client(), ns.name(), &v1);
+    wait::until(&format!("{name} created as v1"), Duration::from_secs(60), || {
+        let (api, job) = (api.clone(), job.clone());
+        async move { Ok(api.create(&PostParams::default(), &job).await.ok().map(|_| ())) }
+    })
+    .await
+    .unwrap();
+    jobs.push((api, name));
     for (api, name) in &jobs {
         let done = wait::until(&format!("{name} Succeeded"), Duration::from_secs(120), || {
             let api = api.clone();
@@ -666,9 +755,10 @@ async fn install_and_run(env: &TestEnv, install: &Install, dir: &Path) -> Measur
         let log = replica.log();
         assert!(!log.contains("orbidden"), "{}: {log}", install.what);
     }
-    drop(replicas);
     // Gone before the next install's operator starts: watching every namespace, it would
     // otherwise meet these jobs while their namespace terminates, where creates answer 403.
+    // The replicas stay until then: the namespace controller lists MPIJobs in v1, the
+    // preferred version, through their conversion webhook.
     let name = ns.name().to_owned();
     ns.delete().await.unwrap();
     let namespaces: Api<Namespace> = Api::all(admin);
@@ -689,6 +779,7 @@ async fn install_and_run(env: &TestEnv, install: &Install, dir: &Path) -> Measur
     )
     .await
     .unwrap();
+    drop(replicas);
     measured.elapsed = started.elapsed();
     measured
 }

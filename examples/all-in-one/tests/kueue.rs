@@ -232,7 +232,7 @@ async fn queues(ns: &TestNamespace, cpus: usize) {
 async fn kueue_queues_kubeflow_jobs_that_kfop_runs() {
     let env = TestEnv::shared().unwrap();
     let all = schemes::parse(&[]).unwrap();
-    env.install_crds(all.iter().map(|s| kfop_operator::crds::of(*s)))
+    env.install_crds(all.iter().map(|s| s.crd_without_conversion()))
         .await
         .unwrap();
     let ns = env.namespace("kueue").await.unwrap();

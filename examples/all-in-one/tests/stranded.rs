@@ -20,7 +20,7 @@ use common::{pod_count, running_pods, until_succeeded};
 async fn namespace(prefix: &str) -> TestNamespace {
     let env = TestEnv::shared().unwrap();
     let all = schemes::parse(&[]).unwrap();
-    env.install_crds(all.iter().map(|s| kfop_operator::crds::of(*s)))
+    env.install_crds(all.iter().map(|s| s.crd_without_conversion()))
         .await
         .unwrap();
     env.namespace(prefix).await.unwrap()

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use kfop_operator::schemes::Scheme;
-use kfop_operator::{crds, register, samples, say};
+use kfop_operator::{register, samples, say};
 use kfop_runtime::api::{JobConditionType, JobStatus};
 use kfop_runtime::controller::ControllerConfig;
 use kfop_runtime::k8s_openapi::api::core::v1::Pod;
@@ -77,7 +77,8 @@ pub async fn run(args: &DemoArgs, enabled: &BTreeSet<Scheme>) -> Result<(), Demo
         }
     };
     let local = args.kubeconfig.is_none();
-    let crds: Vec<_> = enabled.iter().map(|s| crds::of(*s)).collect();
+    // The demo's operator runs in process, without the conversion webhook: one version each.
+    let crds: Vec<_> = enabled.iter().map(|s| s.crd_without_conversion()).collect();
     kfop_testenv::install_crds(&client, crds.clone()).await?;
 
     let config = ManagerConfig {

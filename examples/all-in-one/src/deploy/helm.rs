@@ -102,6 +102,11 @@ helm.sh/chart: {{{{ printf "%s-%s" .Chart.Name .Chart.Version }}}}
 {{{{- define "kfop.metricsPort" -}}}}
 {{{{- .Values.flags.metricsBindAddress | toString | splitList ":" | last -}}}}
 {{{{- end -}}}}
+
+{{{{/* The port of flags.webhookBindAddress: the conversion webhook's Service targets it. */}}}}
+{{{{- define "kfop.webhookPort" -}}}}
+{{{{- .Values.flags.webhookBindAddress | toString | splitList ":" | last -}}}}
+{{{{- end -}}}}
 "#,
         header = template_header().trim_end(),
         name = super::NAME,
@@ -134,6 +139,7 @@ pub fn files(enabled: &BTreeSet<Scheme>) -> Result<Vec<Generated>, DeployError> 
         template("deployment.yaml", super::deployment(m)?),
         template("poddisruptionbudget.yaml", super::pod_disruption_budget(m)),
         template("service.yaml", super::metrics_service(m)?),
+        template("webhook-service.yaml", super::webhook_service_object(m)),
         template(
             "servicemonitor.yaml",
             m.when("serviceMonitor.enabled", super::service_monitor(m)),

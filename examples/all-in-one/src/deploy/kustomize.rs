@@ -39,6 +39,7 @@ pub fn files(enabled: &BTreeSet<Scheme>) -> Result<Vec<Generated>, DeployError> 
         ("deployment.yaml", super::deployment(m)?),
         ("poddisruptionbudget.yaml", super::pod_disruption_budget(m)),
         ("service.yaml", super::metrics_service(m)?),
+        ("webhook-service.yaml", super::webhook_service_object(m)),
     ];
     let resources: String = crds
         .iter()

@@ -1,0 +1,258 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! MPIJob `kubeflow.org/v1` (training-operator's) and `v2beta1` (mpi-operator's) side by side
+//! on the real plane, converted by the webhook the operator binary serves itself: each read
+//! back in the other version, both run to their end, and the certificate rotated (a 30 s
+//! validity) and replaced after expiry while v1 jobs keep being created.
+use std::collections::BTreeSet;
+use std::net::{SocketAddr, TcpListener};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use kfop_operator::schemes::Scheme;
+use kfop_runtime::k8s_openapi::api::core::v1::Secret;
+use kfop_runtime::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kfop_runtime::kube::api::{Api, ApiResource, DynamicObject, PostParams};
+use kfop_testenv::peer::OperatorProcess;
+use kfop_testenv::{TestEnv, TestNamespace, pods, wait};
+use serde_json::{Value, json};
+
+const SECRET: &str = "kfop-operator-webhook-cert";
+
+fn free_addr() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
+}
+
+/// The all-in-one binary, MPIJob only, in `ns`, its webhook on `webhook`.
+async fn start(env: &TestEnv, ns: &str, webhook: SocketAddr) -> OperatorProcess {
+    let metrics = free_addr();
+    let args = vec![
+        format!("--namespace={ns}"),
+        "--enable-scheme=mpijob".to_owned(),
+        format!("--metrics-bind-address={metrics}"),
+        format!("--webhook-bind-address={webhook}"),
+        format!("--webhook-url=https://{webhook}"),
+        format!("--webhook-namespace={ns}"),
+        "--webhook-cert-validity=30s".to_owned(),
+    ];
+    let env_vars = [
+        ("KUBECONFIG", env.kubeconfig().display().to_string()),
+        ("RUST_LOG", "info".to_owned()),
+    ];
+    let mut operator = OperatorProcess::spawn(
+        "kfop-operator",
+        Path::new(env!("CARGO_BIN_EXE_kfop-operator")),
+        &args,
+        &env_vars,
+        &[
+            "KUBEFLOW_NAMESPACE",
+            "MY_POD_NAMESPACE",
+            "KUBERNETES_SERVICE_HOST",
+        ],
+    )
+    .unwrap();
+    operator
+        .wait_http_ok(metrics, "/readyz", wait::default_timeout())
+        .await
+        .unwrap();
+    operator
+}
+
+fn api(ns: &TestNamespace, version: &str) -> Api<DynamicObject> {
+    let resource = ApiResource {
+        group: "kubeflow.org".into(),
+        version: version.into(),
+        api_version: format!("kubeflow.org/{version}"),
+        kind: "MPIJob".into(),
+        plural: "mpijobs".into(),
+    };
+    Api::namespaced_with(ns.client(), ns.name(), &resource)
+}
+
+/// An MPIJob whose launcher pod ends with exit 0 two seconds after it runs.
+fn job(name: &str, version: &str, extra: Value) -> DynamicObject {
+    let (key, value) = pods::complete_after(Duration::from_secs(2));
+    let template = |c: &str| {
+        json!({"metadata": {"annotations": {key: value}},
+               "spec": {"containers": [{"name": c, "image": "mpioperator/mpi-pi:openmpi"}]}})
+    };
+    let mut spec = json!({
+        "slotsPerWorker": 1,
+        "mpiReplicaSpecs": {
+            "Launcher": {"replicas": 1, "restartPolicy": "OnFailure", "template": template("mpi")},
+            "Worker": {"replicas": 1, "restartPolicy": "Never", "template": template("mpi")},
+        },
+    });
+    for (k, v) in extra.as_object().cloned().unwrap_or_default() {
+        spec[k] = v;
+    }
+    serde_json::from_value(json!({
+        "apiVersion": format!("kubeflow.org/{version}"), "kind": "MPIJob",
+        "metadata": {"name": name}, "spec": spec,
+    }))
+    .unwrap()
+}
+
+fn annotation<'a>(o: &'a DynamicObject, key: &str) -> Option<&'a str> {
+    o.metadata.annotations.as_ref()?.get(key).map(String::as_str)
+}
+
+async fn wait_for_v1(v1: &Api<DynamicObject>) {
+    wait::until(
+        "MPIJob v1 to be served through the webhook",
+        wait::default_timeout(),
+        || async { Ok(v1.list(&Default::default()).await.ok().map(|_| ())) },
+    )
+    .await
+    .unwrap();
+}
+
+async fn succeeded(api: &Api<DynamicObject>, name: &str) -> Value {
+    wait::until(&format!("{name} to succeed"), Duration::from_secs(90), || async {
+        let job = api.get(name).await.ok();
+        let conditions = job
+            .map(|j| j.data["status"]["conditions"].clone())
+            .unwrap_or_default();
+        let done = conditions
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "Succeeded" && c["status"] == "True");
+        Ok(done.then_some(conditions))
+    })
+    .await
+    .unwrap()
+}
+
+async fn serving_cert(secrets: &Api<Secret>) -> Option<Vec<u8>> {
+    let secret = secrets.get_opt(SECRET).await.ok()??;
+    secret.data?.get("tls.crt").map(|b| b.0.clone())
+}
+
+async fn crd_bundle(crds: &Api<CustomResourceDefinition>) -> Option<Vec<u8>> {
+    let crd = crds.get("mpijobs.kubeflow.org").await.ok()?;
+    Some(crd.spec.conversion?.webhook?.client_config?.ca_bundle?.0)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn v1_and_v2beta1_side_by_side_with_rotating_certificates() {
+    let env = TestEnv::shared().unwrap();
+    let crd = Scheme::MpiJob.crd();
+    let versions: Vec<(&str, bool)> = crd
+        .spec
+        .versions
+        .iter()
+        .map(|v| (v.name.as_str(), v.storage))
+        .collect();
+    assert_eq!(versions, [("v2beta1", true), ("v1", false)]);
+    env.install_crds([crd.clone()]).await.unwrap();
+    let ns = env.namespace("conversion").await.unwrap();
+    let webhook = free_addr();
+    let running = start(env, ns.name(), webhook).await;
+    let (v1, v2) = (api(&ns, "v1"), api(&ns, "v2beta1"));
+    wait_for_v1(&v1).await;
+
+    // Created side by side, each in its own version.
+    let pp = PostParams::default();
+    let extra_v1 = json!({"mainContainer": "mpi", "cleanPodPolicy": "Running"});
+    v1.create(&pp, &job("from-v1", "v1", extra_v1)).await.unwrap();
+    let extra_v2 = json!({"sshAuthMountPath": "/home/mpiuser/.ssh", "runLauncherAsWorker": false});
+    v2.create(&pp, &job("from-v2beta1", "v2beta1", extra_v2))
+        .await
+        .unwrap();
+
+    // The v1 job as stored: marked v1, its v1-only fields kept aside, none in the spec.
+    let stored = v2.get("from-v1").await.unwrap();
+    assert_eq!(annotation(&stored, "kfop.dev/created-as"), Some("v1"));
+    let kept: Value =
+        serde_json::from_str(annotation(&stored, "kfop.dev/mpijob-v1-fields").unwrap()).unwrap();
+    assert_eq!(kept, json!({"mainContainer": "mpi", "cleanPodPolicy": "Running"}));
+    assert!(stored.data["spec"].get("mainContainer").is_none());
+    // ... and read in v1 as it was written.
+    let read = v1.get("from-v1").await.unwrap();
+    assert_eq!(read.data["spec"]["mainContainer"], "mpi");
+    assert_eq!(read.data["spec"]["cleanPodPolicy"], "Running");
+    assert_eq!(annotation(&read, "kfop.dev/mpijob-v1-fields"), None);
+
+    // The v2beta1 job: no mark when stored; read in v1 it says where it came from and keeps
+    // its v2beta1-only fields aside; back in v2beta1 they are there again.
+    let stored = v2.get("from-v2beta1").await.unwrap();
+    assert_eq!(annotation(&stored, "kfop.dev/created-as"), None);
+    assert_eq!(stored.data["spec"]["sshAuthMountPath"], "/home/mpiuser/.ssh");
+    let read = v1.get("from-v2beta1").await.unwrap();
+    assert_eq!(annotation(&read, "kfop.dev/created-as"), Some("v2beta1"));
+    assert!(read.data["spec"].get("sshAuthMountPath").is_none());
+    assert!(
+        annotation(&read, "kfop.dev/mpijob-v2beta1-fields")
+            .unwrap()
+            .contains("/home/mpiuser/.ssh")
+    );
+
+    // Both run to Succeeded, seen the same in either version.
+    for name in ["from-v1", "from-v2beta1"] {
+        let conditions = succeeded(&v2, name).await;
+        assert_eq!(
+            v1.get(name).await.unwrap().data["status"]["conditions"],
+            conditions
+        );
+    }
+
+    // Rotation while v1 jobs keep coming: 40 s at a 30 s validity is at least one rotation.
+    let secrets: Api<Secret> = ns.api();
+    let crds: Api<CustomResourceDefinition> = Api::all(ns.client());
+    let mut certs = BTreeSet::from([serving_cert(&secrets).await.unwrap()]);
+    let mut bundles = BTreeSet::from([crd_bundle(&crds).await.unwrap()]);
+    let (mut created, mut failed) = (0, Vec::new());
+    let until = Instant::now() + Duration::from_secs(40);
+    while Instant::now() < until {
+        let name = format!("rot-{created}");
+        match v1.create(&pp, &job(&name, "v1", json!({}))).await {
+            Ok(_) => created += 1,
+            Err(e) => failed.push(e.to_string()),
+        }
+        certs.extend(serving_cert(&secrets).await);
+        bundles.extend(crd_bundle(&crds).await);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    println!(
+        "rotation: {created} v1 creates, {} failed, {} serving certs, {} CA bundles",
+        failed.len(),
+        certs.len(),
+        bundles.len()
+    );
+    assert!(failed.is_empty(), "v1 creates failed during rotation: {failed:?}");
+    assert!(certs.len() >= 2, "no rotation in 40 s at a 30 s validity");
+    assert!(bundles.len() >= 2, "the CRD's caBundle never changed");
+
+    // A restart reuses the Secret's certificate; one that outlived its certificate replaces it
+    // at once.
+    let before = serving_cert(&secrets).await.unwrap();
+    drop(running);
+    let running = start(env, ns.name(), webhook).await;
+    v1.create(&pp, &job("after-restart", "v1", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(
+        serving_cert(&secrets).await.unwrap(),
+        before,
+        "a restart issued a new certificate"
+    );
+    drop(running);
+    tokio::time::sleep(Duration::from_secs(31)).await;
+    let started = Instant::now();
+    let _running = start(env, ns.name(), webhook).await;
+    wait::until("a v1 create after expiry", Duration::from_secs(30), || async {
+        Ok(v1
+            .create(&pp, &job("after-expiry", "v1", json!({})))
+            .await
+            .ok()
+            .map(|_| ()))
+    })
+    .await
+    .unwrap();
+    println!(
+        "v1 creates again {:.1} s after a restart past expiry",
+        started.elapsed().as_secs_f64()
+    );
+    assert_ne!(serving_cert(&secrets).await.unwrap(), before);
+    ns.delete().await.unwrap();
+}
