@@ -6,6 +6,7 @@
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use kfop_operator::schemes;
@@ -17,6 +18,7 @@ use kfop_runtime::kube::api::{
 use kfop_runtime::kube::{Client, ResourceExt};
 use kfop_runtime::serde_json::json;
 use kfop_runtime::testing::Operator;
+use kfop_runtime::webhook::{self, Endpoint, Policy, WebhookOptions};
 use kfop_testenv::peer::{PeerBuild, TRAINING_OPERATOR, TRAINING_OPERATOR_V1_9_0};
 use kfop_testenv::{TestEnv, TestNamespace, pods};
 
@@ -51,12 +53,59 @@ impl Sdk {
     }
 }
 
+/// One conversion webhook for the whole test process, on a thread of its own (each test has its
+/// own runtime): the lanes' operators run in process without one, and MPIJob `v1` (the SDK's
+/// version) reaches every lane's jobs through it. Returns once v1 is served.
+async fn conversion_webhook(env: &'static TestEnv) {
+    static STARTED: OnceLock<()> = OnceLock::new();
+    STARTED.get_or_init(|| {
+        let listener = webhook::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let options = WebhookOptions {
+                    namespace: "default".to_owned(),
+                    secret_name: "kfop-sdk-webhook-cert".to_owned(),
+                    endpoint: Endpoint::Url(format!("https://{addr}")),
+                    policy: Policy {
+                        validity: Duration::from_secs(24 * 3600),
+                    },
+                };
+                let converters = Arc::new(
+                    schemes::Scheme::MpiJob
+                        .converter()
+                        .into_iter()
+                        .collect::<Vec<_>>(),
+                );
+                let client = env.client().await.unwrap();
+                webhook::serve(client, options, converters, listener, std::future::pending())
+                    .await
+                    .unwrap();
+            });
+        });
+    });
+    let v1 =
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("kubeflow.org", "v1", "MPIJob"), "mpijobs");
+    let api: Api<DynamicObject> = Api::all_with(env.client().await.unwrap(), &v1);
+    kfop_testenv::wait::until(
+        "MPIJob v1 served through the webhook",
+        Duration::from_secs(60),
+        || async { Ok(api.list(&ListParams::default()).await.ok().map(|_| ())) },
+    )
+    .await
+    .unwrap();
+}
+
 /// The all-in-one operator (every kind, with `gang` scheduling) on `ns`, and kwok playing the
 /// kubelet there: each running pod "trains" for a moment, then ends with exit code 0. Under a
 /// gang scheduler the test plays Volcano too: it admits a PodGroup once its job has at least
 /// minMember replicas (the kwok nodes hold any job).
 async fn operator_and_kubelet(
-    env: &TestEnv,
+    env: &'static TestEnv,
     ns: &TestNamespace,
     gang: GangScheduler,
 ) -> (Operator, tokio::task::JoinHandle<()>) {
@@ -64,6 +113,7 @@ async fn operator_and_kubelet(
     let mut crds: Vec<_> = enabled.iter().map(|s| kfop_operator::crds::of(*s)).collect();
     crds.extend(kfop_testenv::crds::pod_groups().unwrap());
     env.install_crds(crds).await.unwrap();
+    conversion_webhook(env).await;
     let groups = gang.pod_group_api_resource();
     let operator = Operator::start_with(
         ns.client(),
@@ -173,8 +223,9 @@ async fn kubeflow_python_sdk_drives_pytorch_and_tf_jobs() {
 }
 
 /// Kubeflow's SDK e2e suites (`sdk/python/test/e2e`) of the v1.8.1 module (PyTorch, TF, XGBoost,
-/// Paddle, MXNet) with SDK 1.8.1 and of the v1.9.0 module (PyTorch incl. managedBy, TF, XGBoost,
-/// Paddle, JAX) with SDK 1.9.0, unchanged (MPIJob is v2beta1 here): without gang scheduling
+/// Paddle, MXNet, MPIJob) with SDK 1.8.1 and of the v1.9.0 module (PyTorch incl. managedBy, TF,
+/// XGBoost, Paddle, JAX, MPIJob) with SDK 1.9.0, unchanged (MPIJob in the SDK's v1, through the
+/// conversion webhook): without gang scheduling
 /// (the suites skip their gang cases then) and under Volcano (the gang cases: a job whose
 /// minAvailable exceeds its replicas stays Created, then succeeds once updated). Only pod logs
 /// are stubbed (`sdk/kubelet_logs_stub.py`).
@@ -186,14 +237,28 @@ async fn kubeflow_sdk_e2e_suites_pass_unchanged() {
         (
             Sdk::V1_8_1,
             TRAINING_OPERATOR,
-            ["pytorchjob", "tfjob", "xgboostjob", "paddlejob", "mxjob"],
-            ("7 passed, 5 skipped", "5 passed, 7 skipped"),
+            [
+                "pytorchjob",
+                "tfjob",
+                "xgboostjob",
+                "paddlejob",
+                "mxjob",
+                "mpijob",
+            ],
+            ("8 passed, 6 skipped", "6 passed, 8 skipped"),
         ),
         (
             Sdk::V1_9_0,
             TRAINING_OPERATOR_V1_9_0,
-            ["pytorchjob", "tfjob", "xgboostjob", "paddlejob", "jaxjob"],
-            ("8 passed, 5 skipped", "5 passed, 8 skipped"),
+            [
+                "pytorchjob",
+                "tfjob",
+                "xgboostjob",
+                "paddlejob",
+                "jaxjob",
+                "mpijob",
+            ],
+            ("9 passed, 6 skipped", "6 passed, 9 skipped"),
         ),
     ];
     // The suites mostly wait (the SDK polls every 15 s), so the four runs go at once, each on its

@@ -152,8 +152,8 @@ impl Manager {
     /// Adds a kind served in more than one version: the conversion webhook (see
     /// [`crate::webhook`]) converts it, on every replica, leader or not.
     #[must_use]
-    pub fn convert(mut self, converter: impl crate::webhook::Converter + 'static) -> Self {
-        self.converters.push(Arc::new(converter));
+    pub fn convert(mut self, converter: Arc<dyn crate::webhook::Converter>) -> Self {
+        self.converters.push(converter);
         self
     }
 

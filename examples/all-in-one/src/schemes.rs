@@ -1,9 +1,11 @@
 //! `--enable-scheme`: which job kinds the operator runs (Kubeflow's flag, case-insensitive).
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use kfop_runtime::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kfop_runtime::kube::CustomResourceExt;
 use kfop_runtime::manager::Manager;
+use kfop_runtime::webhook::Converter;
 
 /// The one list of bundled kinds: variant, `--enable-scheme` name, framework, job type.
 macro_rules! bundled_kinds {
@@ -52,9 +54,17 @@ impl Scheme {
     /// Registers this kind's controller, and its converter when it has several versions.
     pub fn register(self, manager: Manager) -> Manager {
         let manager = self.register_controller(manager);
+        match self.converter() {
+            Some(converter) => manager.convert(converter),
+            None => manager,
+        }
+    }
+
+    /// The conversion between this kind's versions, when it has several.
+    pub fn converter(self) -> Option<Arc<dyn Converter>> {
         match self {
-            Self::MpiJob => manager.convert(mpi_operator::convert::MpiConversion),
-            _ => manager,
+            Self::MpiJob => Some(Arc::new(mpi_operator::convert::MpiConversion)),
+            _ => None,
         }
     }
 
