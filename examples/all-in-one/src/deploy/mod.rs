@@ -636,30 +636,16 @@ metadata:
 }
 
 fn metrics_service(m: Mode) -> Result<String, DeployError> {
-    Ok(format!(
-        r#"apiVersion: v1
-kind: Service
-metadata:
-  name: {name}
-  namespace: {ns}
-  labels:
-{labels}spec:
-  selector:
-{selector}  ports:
-    - name: metrics
-      port: {port}
-      targetPort: metrics
-"#,
-        name = m.name(),
-        ns = m.namespace(),
-        labels = m.labels(4),
-        selector = m.selector_labels(4),
-        port = m.metrics_port()?,
-    ))
+    Ok(service(m, &m.name(), "metrics", &m.metrics_port()?))
 }
 
 /// The Service in front of every replica's conversion webhook (the CRDs' `clientConfig`).
 fn webhook_service_object(m: Mode) -> String {
+    service(m, &m.webhook_service(), "webhook", "443")
+}
+
+/// A Service `name` on the operator's pods, `port` to their container port `port_name`.
+fn service(m: Mode, name: &str, port_name: &str, port: &str) -> String {
     format!(
         r#"apiVersion: v1
 kind: Service
@@ -670,11 +656,10 @@ metadata:
 {labels}spec:
   selector:
 {selector}  ports:
-    - name: webhook
-      port: 443
-      targetPort: webhook
+    - name: {port_name}
+      port: {port}
+      targetPort: {port_name}
 "#,
-        name = m.webhook_service(),
         ns = m.namespace(),
         labels = m.labels(4),
         selector = m.selector_labels(4),
