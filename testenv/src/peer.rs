@@ -317,6 +317,29 @@ pub struct Peer {
 }
 
 impl Peer {
+    /// A peer just started, watching `namespace` through `kubeconfig` on `ports` (metrics,
+    /// health, webhook), its webhook configurations not applied yet.
+    fn running(
+        build: PeerBuild,
+        component: Component,
+        dir: PathBuf,
+        (kubeconfig, namespace): (&Path, &str),
+        [metrics_port, health_port, webhook_port]: [u16; 3],
+    ) -> Self {
+        Self {
+            build,
+            component,
+            dir,
+            kubeconfig: kubeconfig.to_owned(),
+            namespace: namespace.to_owned(),
+            webhook_config: None,
+            mutating_webhook_config: None,
+            metrics_port,
+            health_port,
+            webhook_port,
+        }
+    }
+
     /// Builds or reuses the peer, installs its CRDs (unless told not to), prepares what its
     /// deployment manifests would (namespaces, the empty webhook Secret, serving certs, a
     /// webhook configuration) and starts it watching `namespace` only, with leader election
@@ -397,18 +420,13 @@ impl Peer {
         // `env` sets the environment and execs the peer in place, so the parent-death signal
         // `process::spawn` arranges applies to the peer itself.
         let component = process::spawn(&name, Path::new("env"), &args, &logs, Lifetime::DieWithParent)?;
-        let mut peer = Self {
+        let mut peer = Self::running(
             build,
             component,
             dir,
-            kubeconfig: kubeconfig.to_owned(),
-            namespace: namespace.to_owned(),
-            webhook_config: None,
-            mutating_webhook_config: None,
-            metrics_port,
-            health_port,
-            webhook_port,
-        };
+            (kubeconfig, namespace),
+            [metrics_port, health_port, webhook_port],
+        );
         // Applied once the peer runs, so that it is deleted with the peer whatever fails next;
         // until the webhook server listens, writes of jobs in `namespace` are refused.
         if let (PeerWebhooks::Loopback, Some(vwc), Some(ca)) = (options.webhooks, webhooks, &ca) {
@@ -524,18 +542,13 @@ impl Peer {
         ];
         args.extend(options.extra_args.iter().cloned());
         let component = process::spawn(&name, Path::new("env"), &args, &logs, Lifetime::DieWithParent)?;
-        let mut peer = Self {
+        let mut peer = Self::running(
             build,
             component,
             dir,
-            kubeconfig: kubeconfig.to_owned(),
-            namespace: namespace.to_owned(),
-            webhook_config: None,
-            mutating_webhook_config: None,
-            metrics_port,
-            health_port,
-            webhook_port,
-        };
+            (kubeconfig, namespace),
+            [metrics_port, health_port, webhook_port],
+        );
         // As for training-operator: applied once the peer runs, so that they go with it.
         if options.webhooks == PeerWebhooks::Loopback {
             if let Some(mwc) = mutating {
