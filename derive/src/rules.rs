@@ -172,9 +172,26 @@ pub fn extensions(job: &Job, spec: &Spec) -> Vec<Extension> {
 
 /// The part of a pod template that admission checks, as Kubeflow's webhooks and mpi-operator do:
 /// at least one container, each with a name and an image. The rest of the template stays
-/// unchecked here (the API server validates the pods it becomes).
+/// unchecked here (the API server validates the pods it becomes), but for the one default
+/// Kubeflow's CRDs (controller-gen's, from the core types) apply inside it: a container port's
+/// `protocol` is `TCP` unless given, in `containers` and `initContainers`. Kueue's Workload CRD
+/// defaults it too, and a Workload whose pod sets differ from its job's templates never matches
+/// the job (Kueue deletes and recreates it forever). The API server applies a default only to a
+/// property the schema declares with a type; every other field of a port passes through.
 fn pod_template_schema() -> TokenStream {
     let max_containers = proc_macro2::Literal::usize_unsuffixed(MAX_CONTAINERS);
+    let ports = quote! {
+        "ports": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "x-kubernetes-preserve-unknown-fields": true,
+                "properties": {
+                    "protocol": { "type": "string", "default": "TCP" }
+                }
+            }
+        }
+    };
     quote! {
         "required": ["spec"],
         "properties": { "spec": {
@@ -192,8 +209,17 @@ fn pod_template_schema() -> TokenStream {
                     "properties": {
                         // A container name is a DNS-1123 label.
                         "name": { "type": "string", "maxLength": 63 },
-                        "image": { "type": "string", "minLength": 1 }
+                        "image": { "type": "string", "minLength": 1 },
+                        #ports
                     }
+                }
+            },
+            "initContainers": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "x-kubernetes-preserve-unknown-fields": true,
+                    "properties": { #ports }
                 }
             } }
         } },

@@ -323,3 +323,33 @@ async fn kubeflow_examples_are_accepted_unchanged() {
     let job = jobs.get("pytorch-mnist-3").await.unwrap();
     assert_eq!(job.replica_specs()["Worker"].replicas, Some(5));
 }
+
+/// A container port without a protocol reads back with `protocol: TCP`, as Kubeflow's CRDs and
+/// Kueue's Workload CRD default it (else Kueue's Workload never matches the job); a given one and
+/// every other field of the port stay as written, in containers and init containers alike.
+#[tokio::test]
+async fn port_protocol_defaults_to_tcp() {
+    let ns = setup("protocol").await;
+    let api = dynamic::<PyTorchJob>(ns.client(), ns.name());
+    let ports = json!([
+        { "name": "pytorchjob-port", "containerPort": 23456 },
+        { "containerPort": 5353, "protocol": "UDP", "hostPort": 5353 },
+    ]);
+    let mut master = replica(1, "pytorch");
+    master["template"]["spec"]["containers"][0]["ports"] = ports.clone();
+    master["template"]["spec"]["initContainers"] =
+        json!([{ "name": "init", "image": "busybox", "ports": ports }]);
+    let spec = pytorch_spec(json!({ "Master": master }));
+    api.create(&PostParams::default(), &object::<PyTorchJob>("ports", spec))
+        .await
+        .unwrap();
+    let stored =
+        api.get("ports").await.unwrap().data["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+            .clone();
+    let expected = json!([
+        { "name": "pytorchjob-port", "containerPort": 23456, "protocol": "TCP" },
+        { "containerPort": 5353, "protocol": "UDP", "hostPort": 5353 },
+    ]);
+    assert_eq!(stored["containers"][0]["ports"], expected);
+    assert_eq!(stored["initContainers"][0]["ports"], expected);
+}

@@ -40,8 +40,7 @@ fn object(value: Value) -> DynamicObject {
 }
 
 /// `scheme`'s sample job named `name`, each pod requesting one CPU (and nothing else: the
-/// ClusterQueue covers CPU only), its ports' protocol explicit, labelled for the LocalQueue
-/// unless `queue` is false.
+/// ClusterQueue covers CPU only), labelled for the LocalQueue unless `queue` is false.
 fn job(scheme: Scheme, name: &str, queue: bool) -> DynamicObject {
     let (_, mut job) = samples::sample(scheme).unwrap();
     job.metadata.name = Some(name.to_owned());
@@ -51,12 +50,6 @@ fn job(scheme: Scheme, name: &str, queue: bool) -> DynamicObject {
     for spec in samples::replica_specs_mut(&mut job).unwrap().values_mut() {
         for container in spec["template"]["spec"]["containers"].as_array_mut().unwrap() {
             container["resources"] = json!({ "requests": { "cpu": "1" } });
-            // Kueue's Workload CRD defaults a port's protocol to TCP and kfop's job CRDs (pod
-            // templates kept as given) do not, so a port without one (the XGBoost sample's) makes
-            // the Workload never match its job: Kueue deletes and recreates it forever.
-            for port in container["ports"].as_array_mut().into_iter().flatten() {
-                port["protocol"] = json!("TCP");
-            }
         }
     }
     job
