@@ -8,10 +8,14 @@ use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use kfop_operator::deploy;
 use kfop_operator::schemes::Scheme;
 use kfop_runtime::k8s_openapi::api::core::v1::Secret;
 use kfop_runtime::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kfop_runtime::kube::api::{Api, ApiResource, DynamicObject, PostParams};
+use kfop_runtime::kube::ResourceExt;
+use kfop_runtime::kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+};
 use kfop_testenv::peer::OperatorProcess;
 use kfop_testenv::{TestEnv, TestNamespace, pods, wait};
 use serde_json::{Value, json};
@@ -133,6 +137,52 @@ async fn crd_bundle(crds: &Api<CustomResourceDefinition>) -> Option<Vec<u8>> {
     Some(crd.spec.conversion?.webhook?.client_config?.ca_bundle?.0)
 }
 
+/// Applies the ValidatingAdmissionPolicy `deploy` prints for MPIJob and waits until it is in
+/// force (a probe job that tries to take the mark is refused).
+async fn apply_created_as_policy(ns: &TestNamespace) {
+    let all = kfop_operator::schemes::parse(&[]).unwrap();
+    let docs: Vec<DynamicObject> = serde_saphyr::from_multiple(&deploy::created_as_policy(&all)).unwrap();
+    for doc in docs {
+        let types = doc.types.clone().unwrap();
+        let (group, version) = types.api_version.split_once('/').unwrap();
+        let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, &types.kind));
+        let api: Api<DynamicObject> = Api::all_with(ns.client(), &resource);
+        api.patch(
+            &doc.name_any(),
+            &PatchParams::apply("kfop-test").force(),
+            &Patch::Apply(&doc),
+        )
+        .await
+        .unwrap();
+    }
+    let v2 = api(ns, "v2beta1");
+    v2.create(&PostParams::default(), &job("policy-probe", "v2beta1", json!({})))
+        .await
+        .unwrap();
+    let take = json!({"metadata": {"annotations": {"kfop.dev/created-as": "v1"}}});
+    let give_back = json!({"metadata": {"annotations": {"kfop.dev/created-as": null}}});
+    wait::until(
+        "the created-as policy in force",
+        Duration::from_secs(60),
+        || async {
+            match v2
+                .patch("policy-probe", &PatchParams::default(), &Patch::Merge(&take))
+                .await
+            {
+                // Not in force yet: give the mark back (refused only if it came into force since).
+                Ok(_) => Ok(v2
+                    .patch("policy-probe", &PatchParams::default(), &Patch::Merge(&give_back))
+                    .await
+                    .err()
+                    .map(|_| ())),
+                Err(_) => Ok(Some(())),
+            }
+        },
+    )
+    .await
+    .unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn v1_and_v2beta1_side_by_side_with_rotating_certificates() {
     let env = TestEnv::shared().unwrap();
@@ -186,6 +236,25 @@ async fn v1_and_v2beta1_side_by_side_with_rotating_certificates() {
             .unwrap()
             .contains("/home/mpiuser/.ssh")
     );
+
+    // The mark cannot change: the policy `deploy` installs rejects a v1 replace that would
+    // re-mark a v2beta1 job as v1, while a read-modify-write in v1 keeps it.
+    apply_created_as_policy(&ns).await;
+    let mut replaced = v1.get("from-v2beta1").await.unwrap();
+    replaced.metadata.annotations = None;
+    let err = v1.replace("from-v2beta1", &pp, &replaced).await.unwrap_err();
+    assert!(
+        err.to_string().contains("kfop.dev/created-as] is immutable"),
+        "{err}"
+    );
+    let mut relabelled = v1.get("from-v1").await.unwrap();
+    relabelled.labels_mut().insert("team".into(), "a".into());
+    let stored = v2
+        .get(&v1.replace("from-v1", &pp, &relabelled).await.unwrap().name_any())
+        .await
+        .unwrap();
+    assert_eq!(annotation(&stored, "kfop.dev/created-as"), Some("v1"));
+    assert_eq!(stored.labels().get("team").map(String::as_str), Some("a"));
 
     // Both run to Succeeded, seen the same in either version.
     for name in ["from-v1", "from-v2beta1"] {

@@ -140,6 +140,7 @@ pub fn files(enabled: &BTreeSet<Scheme>) -> Result<Vec<Generated>, DeployError> 
         template("poddisruptionbudget.yaml", super::pod_disruption_budget(m)),
         template("service.yaml", super::metrics_service(m)?),
         template("webhook-service.yaml", super::webhook_service_object(m)),
+        template("created-as-policy.yaml", super::created_as_policy(enabled)),
         template(
             "servicemonitor.yaml",
             m.when("serviceMonitor.enabled", super::service_monitor(m)),

@@ -40,6 +40,7 @@ pub fn files(enabled: &BTreeSet<Scheme>) -> Result<Vec<Generated>, DeployError> 
         ("poddisruptionbudget.yaml", super::pod_disruption_budget(m)),
         ("service.yaml", super::metrics_service(m)?),
         ("webhook-service.yaml", super::webhook_service_object(m)),
+        ("created-as-policy.yaml", super::created_as_policy(enabled)),
     ];
     let resources: String = crds
         .iter()

@@ -644,6 +644,55 @@ fn webhook_service_object(m: Mode) -> String {
     service(m, &m.webhook_service(), "webhook", "443")
 }
 
+/// The name of [`created_as_policy`]'s policy and binding.
+pub const CREATED_AS_POLICY: &str = "kfop-mpijob-created-as";
+
+/// A ValidatingAdmissionPolicy (and its binding) keeping an MPIJob's `kfop.dev/created-as`
+/// as the conversion webhook recorded it: a job replaced in v1 without the mark would otherwise
+/// be marked v1 on the way to storage and change how it runs. Empty unless MPIJob is enabled.
+/// Updates through any version are judged in v2beta1, the stored form, where a job created as
+/// v2beta1 has no mark.
+pub fn created_as_policy(enabled: &BTreeSet<Scheme>) -> String {
+    if !enabled.contains(&Scheme::MpiJob) {
+        return String::new();
+    }
+    let mark = |o: &str| {
+        format!(
+            "(has({o}.metadata.annotations) && 'kfop.dev/created-as' in {o}.metadata.annotations ? {o}.metadata.annotations['kfop.dev/created-as'] : '')"
+        )
+    };
+    format!(
+        r#"apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: {CREATED_AS_POLICY}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    matchPolicy: Equivalent
+    resourceRules:
+      - apiGroups: ["kubeflow.org"]
+        apiVersions: ["v2beta1"]
+        operations: ["UPDATE"]
+        resources: ["mpijobs"]
+  validations:
+    - expression: "{old} == {new}"
+      message: "metadata.annotations[kfop.dev/created-as] is immutable: it records the API version the MPIJob was created in, which decides how it runs; keep it as read, or recreate the job"
+      reason: Invalid
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: {CREATED_AS_POLICY}
+spec:
+  policyName: {CREATED_AS_POLICY}
+  validationActions: ["Deny"]
+"#,
+        old = mark("oldObject"),
+        new = mark("object"),
+    )
+}
+
 /// A Service `name` on the operator's pods, `port` to their container port `port_name`.
 fn service(m: Mode, name: &str, port_name: &str, port: &str) -> String {
     format!(
@@ -721,6 +770,7 @@ fn workload(m: Mode, enabled: &BTreeSet<Scheme>) -> Result<String, DeployError> 
         pod_disruption_budget(m),
         metrics_service(m)?,
         webhook_service_object(m),
+        created_as_policy(enabled),
     ]
     .into_iter()
     .filter(|doc| !doc.is_empty())
