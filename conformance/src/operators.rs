@@ -95,24 +95,29 @@ pub async fn start_kubeflow(
 }
 
 /// kfop's all-in-one operator watching `namespace` for `schemes`, metrics on a free loopback
-/// port; returns once `/readyz` answers.
+/// port, serving the conversion webhook when `webhook`; returns once `/readyz` answers.
 pub async fn start_kfop(
     bin: &Path,
     kubeconfig: &Path,
     namespace: &str,
     schemes: &[String],
     gang: Option<&str>,
+    webhook: bool,
 ) -> Result<OperatorProcess> {
     let metrics = free_port()?;
-    let webhook = free_port()?;
     let mut args = vec![
         format!("--namespace={namespace}"),
         format!("--metrics-bind-address={metrics}"),
-        // The conversion webhook on loopback, as in cluster behind its Service.
-        format!("--webhook-bind-address={webhook}"),
-        format!("--webhook-url=https://{webhook}"),
-        format!("--webhook-namespace={namespace}"),
     ];
+    if webhook {
+        // The conversion webhook on loopback, as in cluster behind its Service.
+        let addr = free_port()?;
+        args.extend([
+            format!("--webhook-bind-address={addr}"),
+            format!("--webhook-url=https://{addr}"),
+            format!("--webhook-namespace={namespace}"),
+        ]);
+    }
     args.extend(gang.map(|g| format!("--gang-scheduler-name={g}")));
     args.extend(schemes.iter().map(|s| format!("--enable-scheme={s}")));
     let env = [

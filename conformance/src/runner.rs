@@ -174,7 +174,11 @@ pub async fn run(options: &Options) -> Result<Report> {
             operators::start_kubeflow(peer, kubeconfig, &kf_ns, schemes, lane.kubeflow_gang)
         }));
         let all_schemes = schemes(None);
-        let kfop = operators::start_kfop(&bin, kubeconfig, &kfop_ns, &all_schemes, lane.kfop_gang);
+        // One lane serves the conversion webhook: lanes serving it at different loopback URLs
+        // would each repoint the CRD at themselves, and every CRD update closes every MPIJob
+        // watch (mpi-operator's informer then stalled for whole cases).
+        let webhook = operators.is_empty();
+        let kfop = operators::start_kfop(&bin, kubeconfig, &kfop_ns, &all_schemes, lane.kfop_gang, webhook);
         operators.push(futures::try_join!(kubeflows, kfop)?);
         sides.push((lane.name, pair));
     }
