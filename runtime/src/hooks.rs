@@ -49,14 +49,22 @@ pub trait Hooks: Manifest {
 
     /// What the conditions the engine sets itself (Created, Suspended) say, whatever the status
     /// rule. Default: training-operator's wording.
-    fn lifecycle_wording(&self, job: JobName<'_>) -> LifecycleWording {
-        LifecycleWording::training_operator(job)
+    fn lifecycle_wording(&self, job: &Self::Job, name: JobName<'_>) -> LifecycleWording {
+        let _ = job;
+        LifecycleWording::training_operator(name)
     }
 
-    /// Whether the engine creates pods for `role` (MPI's launcher runs in a batch Job instead).
-    fn creates_pods(&self, role: &str) -> bool {
-        let _ = role;
+    /// Whether the engine creates pods for `role` of `job` (an mpi-operator MPIJob's launcher
+    /// runs in a batch Job instead).
+    fn creates_pods(&self, job: &Self::Job, role: &str) -> bool {
+        let _ = (job, role);
         true
+    }
+
+    /// The name of the pod of `role`/`index` (training-operator's MPIJob v1 names its one
+    /// launcher `<job>-launcher`). Default: Kubeflow's `<job>-<role>-<index>`.
+    fn pod_name(&self, job: &Self::Job, role: &str, index: i32) -> String {
+        crate::labels::child_name(&kube::ResourceExt::name_any(job), role, index)
     }
 
     /// Whether each replica gets a headless service named like its pod.
@@ -131,16 +139,20 @@ impl<H: Hooks> Framework for H {
         }
     }
 
-    fn lifecycle_wording(&self, job: JobName<'_>) -> LifecycleWording {
-        Hooks::lifecycle_wording(self, job)
+    fn lifecycle_wording(&self, job: &Self::Job, name: JobName<'_>) -> LifecycleWording {
+        Hooks::lifecycle_wording(self, job, name)
     }
 
     fn creates_services(&self) -> bool {
         Hooks::creates_services(self)
     }
 
-    fn creates_pods(&self, role: &str) -> bool {
-        Hooks::creates_pods(self, role)
+    fn creates_pods(&self, job: &Self::Job, role: &str) -> bool {
+        Hooks::creates_pods(self, job, role)
+    }
+
+    fn pod_name(&self, job: &Self::Job, role: &str, index: i32) -> String {
+        Hooks::pod_name(self, job, role, index)
     }
 
     fn owned_kinds(&self) -> Vec<ApiResource> {

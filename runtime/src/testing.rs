@@ -84,8 +84,9 @@ impl Framework for TestFramework {
         &self.info
     }
 
-    fn lifecycle_wording(&self, job: JobName<'_>) -> LifecycleWording {
-        (self.lifecycle)(job)
+    fn lifecycle_wording(&self, job: &Self::Job, name: JobName<'_>) -> LifecycleWording {
+        let _ = job;
+        (self.lifecycle)(name)
     }
 }
 

@@ -162,8 +162,9 @@ pub trait Framework: Send + Sync + 'static {
 
     /// What the conditions the engine sets itself (Created, Suspended) say. Default:
     /// training-operator's wording.
-    fn lifecycle_wording(&self, job: JobName<'_>) -> LifecycleWording {
-        LifecycleWording::training_operator(job)
+    fn lifecycle_wording(&self, job: &Self::Job, name: JobName<'_>) -> LifecycleWording {
+        let _ = job;
+        LifecycleWording::training_operator(name)
     }
 
     /// Whether each replica gets a headless service named like its pod.
@@ -171,10 +172,16 @@ pub trait Framework: Send + Sync + 'static {
         true
     }
 
-    /// Whether the engine creates pods for `role` (MPI's launcher runs in a batch Job instead).
-    fn creates_pods(&self, role: &str) -> bool {
-        let _ = role;
+    /// Whether the engine creates pods for `role` of `job` (an mpi-operator MPIJob's launcher
+    /// runs in a batch Job instead).
+    fn creates_pods(&self, job: &Self::Job, role: &str) -> bool {
+        let _ = (job, role);
         true
+    }
+
+    /// The name of the pod of `role`/`index`. Default: Kubeflow's `<job>-<role>-<index>`.
+    fn pod_name(&self, job: &Self::Job, role: &str, index: i32) -> String {
+        crate::labels::child_name(&kube::ResourceExt::name_any(job), role, index)
     }
 
     /// Kinds of objects, besides pods and services, that this framework's jobs own: they are

@@ -56,7 +56,7 @@ pub fn build_pod<F: Framework>(
     }
     let pod = Pod {
         metadata: ObjectMeta {
-            name: Some(labels::child_name(&name, role, index)),
+            name: Some(framework.pod_name(job, role, index)),
             namespace: job.namespace(),
             labels: Some(labels),
             annotations: meta.annotations,

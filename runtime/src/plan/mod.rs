@@ -256,11 +256,14 @@ fn reconcile_job<F: Framework>(
     let now = d.now;
     let run_policy = job.run_policy();
     let pods: Vec<&Pod> = observed.pods.iter().map(AsRef::as_ref).collect();
-    let wording = framework.lifecycle_wording(JobName {
-        kind: d.kind,
-        name: &d.name,
-        namespace: &d.namespace,
-    });
+    let wording = framework.lifecycle_wording(
+        job,
+        JobName {
+            kind: d.kind,
+            name: &d.name,
+            namespace: &d.namespace,
+        },
+    );
 
     if d.status.condition(JobConditionType::Created).is_none() {
         let msg = wording.created;

@@ -58,7 +58,7 @@ pub(super) fn reconcile<F: Framework>(
                 _ => tracing::warn!(pod = %pod.name_any(), "pod without a valid replica index ignored"),
             }
         }
-        let creates_pods = framework.creates_pods(role);
+        let creates_pods = framework.creates_pods(job, role);
         let size = if creates_pods {
             by_index
                 .keys()
