@@ -14,6 +14,9 @@ pub struct NodeShape {
     pub memory: String,
     pub pods: String,
     pub gpus: String,
+    /// Real nodes report their disk; pods that request some (training-operator's MPIJob v1
+    /// launcher asks 5Gi) stay unschedulable on a node without it.
+    pub ephemeral_storage: String,
 }
 
 impl Default for NodeShape {
@@ -24,6 +27,7 @@ impl Default for NodeShape {
             memory: "512Gi".to_owned(),
             pods: "1000".to_owned(),
             gpus: "8".to_owned(),
+            ephemeral_storage: "1Ti".to_owned(),
         }
     }
 }
@@ -39,6 +43,7 @@ impl NodeShape {
         let api: Api<Node> = Api::all(client.clone());
         let resources = json!({
             "cpu": self.cpu, "memory": self.memory, "pods": self.pods, "nvidia.com/gpu": self.gpus,
+            "ephemeral-storage": self.ephemeral_storage,
         });
         for index in 0..self.count {
             let name = Self::name(index);

@@ -10,8 +10,8 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use kfop_operator::{crds, deploy, register, say, schemes};
-use kfop_runtime::operator::{OperatorArgs, run};
+use kfop_operator::{Flags, crds, deploy, register, say, schemes};
+use kfop_runtime::operator::run;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -27,7 +27,7 @@ struct Cli {
     #[arg(long = "enable-scheme", global = true)]
     enable_scheme: Vec<String>,
     #[command(flatten)]
-    operator: OperatorArgs,
+    flags: Flags,
 }
 
 #[derive(Debug, Subcommand)]
@@ -56,9 +56,12 @@ async fn main() -> ExitCode {
         Some(Command::Deploy) => deploy::manifests(&enabled)
             .map(|text| say(text.trim_end()))
             .map_err(|e| e.to_string()),
-        None => run(&cli.operator, "kfop-operator", |m| register(m, &enabled))
-            .await
-            .map_err(|e| e.to_string()),
+        None => {
+            cli.flags.configure_frameworks();
+            run(&cli.flags.operator, "kfop-operator", |m| register(m, &enabled))
+                .await
+                .map_err(|e| e.to_string())
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

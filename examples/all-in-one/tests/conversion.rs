@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use kfop_operator::deploy;
 use kfop_operator::schemes::Scheme;
-use kfop_runtime::k8s_openapi::api::core::v1::Secret;
+use kfop_runtime::k8s_openapi::api::batch::v1::Job as BatchJob;
+use kfop_runtime::k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
+use kfop_runtime::k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kfop_runtime::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kfop_runtime::kube::ResourceExt;
 use kfop_runtime::kube::api::{
@@ -21,6 +23,7 @@ use kfop_testenv::{TestEnv, TestNamespace, pods, wait};
 use serde_json::{Value, json};
 
 const SECRET: &str = "kfop-operator-webhook-cert";
+const DELIVERY_IMAGE: &str = "example/kubectl-delivery:test";
 
 fn free_addr() -> SocketAddr {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
@@ -37,6 +40,7 @@ async fn start(env: &TestEnv, ns: &str, webhook: SocketAddr) -> OperatorProcess 
         format!("--webhook-url=https://{webhook}"),
         format!("--webhook-namespace={ns}"),
         "--webhook-cert-validity=30s".to_owned(),
+        format!("--mpi-kubectl-delivery-image={DELIVERY_IMAGE}"),
     ];
     let env_vars = [
         ("KUBECONFIG", env.kubeconfig().display().to_string()),
@@ -110,21 +114,99 @@ async fn wait_for_v1(v1: &Api<DynamicObject>) {
     .unwrap();
 }
 
-async fn succeeded(api: &Api<DynamicObject>, name: &str) -> Value {
-    wait::until(&format!("{name} to succeed"), Duration::from_secs(90), || async {
-        let job = api.get(name).await.ok();
-        let conditions = job
-            .map(|j| j.data["status"]["conditions"].clone())
-            .unwrap_or_default();
-        let done = conditions
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|c| c["type"] == "Succeeded" && c["status"] == "True");
-        Ok(done.then_some(conditions))
-    })
+/// The job's conditions once one of type `type_` is True.
+async fn condition_reached(api: &Api<DynamicObject>, name: &str, type_: &str) -> Value {
+    wait::until(
+        &format!("{name} to reach {type_}"),
+        Duration::from_secs(90),
+        || async {
+            let job = api.get(name).await.ok();
+            let conditions = job
+                .map(|j| j.data["status"]["conditions"].clone())
+                .unwrap_or_default();
+            let done = conditions
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| c["type"] == type_ && c["status"] == "True");
+            Ok(done.then_some(conditions))
+        },
+    )
     .await
     .unwrap()
+}
+
+/// `(type, message)` of each True condition.
+fn true_conditions(conditions: &Value) -> Vec<(String, String)> {
+    conditions
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["status"] == "True")
+        .map(|c| {
+            let text = |k: &str| c[k].as_str().unwrap_or_default().to_owned();
+            (text("type"), text("message"))
+        })
+        .collect()
+}
+
+/// A job created as v1 runs as training-operator v1.8.1 runs it: a bare launcher pod with the
+/// kubectl-delivery init container, `sleep` workers, `<job>-config` with kubexec.sh, the
+/// launcher's ServiceAccount, Role and RoleBinding, and no batch Job, Service or SSH Secret.
+async fn assert_runs_as_v1(ns: &TestNamespace, job: &str) {
+    let pods: Api<Pod> = ns.api();
+    let launcher = pods.get(&format!("{job}-launcher")).await.unwrap();
+    let spec = launcher.spec.unwrap();
+    assert_eq!(
+        spec.service_account_name.as_deref(),
+        Some(format!("{job}-launcher").as_str())
+    );
+    let init = &spec.init_containers.unwrap()[0];
+    assert_eq!(
+        (init.name.as_str(), init.image.as_deref()),
+        ("kubectl-delivery", Some(DELIVERY_IMAGE))
+    );
+    let env: Vec<(String, String)> = spec.containers[0]
+        .env
+        .iter()
+        .flatten()
+        .map(|e| (e.name.clone(), e.value.clone().unwrap_or_default()))
+        .collect();
+    assert!(
+        env.contains(&("OMPI_MCA_plm_rsh_agent".into(), "/etc/mpi/kubexec.sh".into())),
+        "{env:?}"
+    );
+    assert!(
+        env.contains(&("I_MPI_HYDRA_BOOTSTRAP".into(), "rsh".into())),
+        "{env:?}"
+    );
+    let worker = pods.get(&format!("{job}-worker-0")).await.unwrap().spec.unwrap();
+    assert_eq!(worker.containers[0].command, Some(vec!["sleep".to_owned()]));
+    assert_eq!(worker.containers[0].args, Some(vec!["365d".to_owned()]));
+    assert_eq!(worker.hostname, None);
+
+    let config: Api<ConfigMap> = ns.api();
+    let data = config.get(&format!("{job}-config")).await.unwrap().data.unwrap();
+    assert!(data["kubexec.sh"].ends_with("exec ${POD_NAME} --container mpi -- /bin/sh -c \"$*\""));
+    assert_eq!(data["hostfile"], format!("{job}-worker-0 slots=1\n"));
+    let roles: Api<Role> = ns.api();
+    let rules = roles
+        .get(&format!("{job}-launcher"))
+        .await
+        .unwrap()
+        .rules
+        .unwrap();
+    assert_eq!(rules[1].resource_names, Some(vec![format!("{job}-worker-0")]));
+    let bindings: Api<RoleBinding> = ns.api();
+    let binding = bindings.get(&format!("{job}-launcher")).await.unwrap();
+    assert_eq!(binding.subjects.unwrap()[0].name, format!("{job}-launcher"));
+    let accounts: Api<ServiceAccount> = ns.api();
+    accounts.get(&format!("{job}-launcher")).await.unwrap();
+
+    let batch: Api<BatchJob> = ns.api();
+    assert!(batch.get_opt(&format!("{job}-launcher")).await.unwrap().is_none());
+    let services: Api<Service> = ns.api();
+    assert!(services.get_opt(job).await.unwrap().is_none());
 }
 
 async fn serving_cert(secrets: &Api<Secret>) -> Option<Vec<u8>> {
@@ -256,14 +338,50 @@ async fn v1_and_v2beta1_side_by_side_with_rotating_certificates() {
     assert_eq!(annotation(&stored, "kfop.dev/created-as"), Some("v1"));
     assert_eq!(stored.labels().get("team").map(String::as_str), Some("a"));
 
-    // Both run to Succeeded, seen the same in either version.
+    // Both run to Succeeded, seen the same in either version, each with the semantics of the
+    // API it was created in: training-operator's for v1, mpi-operator's for v2beta1.
     for name in ["from-v1", "from-v2beta1"] {
-        let conditions = succeeded(&v2, name).await;
+        let conditions = condition_reached(&v2, name, "Succeeded").await;
         assert_eq!(
             v1.get(name).await.unwrap().data["status"]["conditions"],
             conditions
         );
     }
+    assert_runs_as_v1(&ns, "from-v1").await;
+    assert_eq!(
+        true_conditions(&v1.get("from-v1").await.unwrap().data["status"]["conditions"]),
+        [
+            ("Created".to_owned(), "MPIJob from-v1 is created.".to_owned()),
+            (
+                "Succeeded".to_owned(),
+                "MPIJob from-v1 is successfully completed.".to_owned()
+            ),
+        ]
+    );
+    let batch: Api<BatchJob> = ns.api();
+    batch.get("from-v2beta1-launcher").await.unwrap();
+
+    // A v1 launcher that exits 1 under restartPolicy Never fails the job.
+    let mut failing = job("v1-fails", "v1", json!({}));
+    failing.data["spec"]["mpiReplicaSpecs"]["Launcher"]["restartPolicy"] = json!("Never");
+    failing.data["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["metadata"]["annotations"] = json!({});
+    v1.create(&pp, &failing).await.unwrap();
+    let pods: Api<Pod> = ns.api();
+    wait::until("the v1 launcher pod to run", Duration::from_secs(60), || async {
+        let pod = pods.get_opt("v1-fails-launcher").await.ok().flatten();
+        Ok(pod.filter(|p| pods::phase(p) == "Running").map(|_| ()))
+    })
+    .await
+    .unwrap();
+    pods::finish(&pods, "v1-fails-launcher", 1, 0).await.unwrap();
+    let conditions = condition_reached(&v1, "v1-fails", "Failed").await;
+    assert!(
+        true_conditions(&conditions).contains(&(
+            "Failed".to_owned(),
+            "MPIJob v1-fails is failed because 1 Launcher replica(s) failed.".to_owned()
+        )),
+        "{conditions}"
+    );
 
     // Rotation while v1 jobs keep coming: 40 s at a 30 s validity is at least one rotation.
     let secrets: Api<Secret> = ns.api();

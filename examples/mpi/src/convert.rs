@@ -146,6 +146,18 @@ fn put_annotations(root: &mut Map<String, Value>, annotations: Map<String, Value
     }
 }
 
+/// A field only `version` has, of a job read in the other version (kept in the annotation
+/// [`kept_fields_annotation`]); `None` when absent or the annotation is not a JSON object.
+pub fn kept_field(
+    annotations: &std::collections::BTreeMap<String, String>,
+    version: &str,
+    field: &str,
+) -> Option<Value> {
+    let text = annotations.get(&kept_fields_annotation(version))?;
+    let mut fields: Map<String, Value> = kfop_runtime::serde_json::from_str(text).ok()?;
+    fields.remove(field)
+}
+
 /// The API a stored (v2beta1) MPIJob was created in.
 pub fn created_as(annotations: Option<&std::collections::BTreeMap<String, String>>) -> &'static str {
     match annotations.and_then(|a| a.get(CREATED_AS)).map(String::as_str) {

@@ -1,6 +1,8 @@
 // Scaffolded by kfop 0.1.0. This file is yours: `kfop gen` never changes it.
-//! MPIJob (mpi-operator v2beta1): the worker pods' SSH setup and DNS, the environment both roles
-//! get, and the status, which the launcher batch Job decides.
+//! MPIJob: a job runs with the semantics of the API it was created in. Created as v2beta1
+//! (mpi-operator): the worker pods' SSH setup and DNS, the environment both roles get, and the
+//! status, which the launcher batch Job decides. Created as v1 (training-operator v1.8.1): the
+//! launcher is a pod, and [`crate::v1`] has the rest.
 use std::collections::BTreeMap;
 
 use kfop_runtime::k8s_openapi::api::core::v1::{
@@ -13,7 +15,7 @@ use kfop_runtime::plan::{JobName, LifecycleWording};
 use kfop_runtime::{DesiredObject, FrameworkError, Hooks, JobContext, PodContext, StatusUpdate};
 
 use crate::api::MPIJob;
-use crate::{Mpi, objects, status};
+use crate::{Mpi, objects, status, v1};
 
 pub const ROLE_ENV: &str = "K_MPI_JOB_ROLE";
 pub const SSH_VOLUME: &str = "ssh-auth";
@@ -37,6 +39,12 @@ impl Hooks for Mpi {
         ctx: &PodContext<'_, MPIJob>,
         template: &mut PodTemplateSpec,
     ) -> Result<(), FrameworkError> {
+        if v1::created_as_v1(ctx.job) {
+            return match ctx.role {
+                "Launcher" => v1::pods::decorate_launcher(ctx.job, template),
+                _ => v1::pods::decorate_worker(ctx.job, template),
+            };
+        }
         if ctx.role != "Worker" {
             return Ok(());
         }
@@ -67,19 +75,27 @@ impl Hooks for Mpi {
         mount_ssh(spec, &job, ctx.job.spec.extra.ssh_path())
     }
 
-    /// The launcher batch Job decides (mpi-operator's `updateMPIJobStatus`).
+    /// The launcher batch Job decides (mpi-operator's `updateMPIJobStatus`); for v1, the
+    /// launcher pod.
     fn update_status(&self, job: &MPIJob, update: &mut StatusUpdate<'_>) {
-        status::update_status(job, update);
+        if v1::created_as_v1(job) {
+            v1::status::update_status(update);
+        } else {
+            status::update_status(job, update);
+        }
     }
 
     /// mpi-operator's wording: the job's namespace in Created (with an event) and in the
     /// Running=False of a suspended job; no name in Suspended and Resumed; its suspension.
-    fn lifecycle_wording(&self, job: JobName<'_>) -> LifecycleWording {
+    fn lifecycle_wording(&self, job: &MPIJob, name: JobName<'_>) -> LifecycleWording {
+        if v1::created_as_v1(job) {
+            return LifecycleWording::training_operator(name);
+        }
         let JobName {
             kind,
             name,
             namespace,
-        } = job;
+        } = name;
         LifecycleWording {
             created: format!("{kind} {namespace}/{name} is created."),
             created_event: true,
@@ -90,9 +106,19 @@ impl Hooks for Mpi {
         }
     }
 
-    /// The launcher runs in its batch Job; the engine runs only the workers.
-    fn creates_pods(&self, role: &str) -> bool {
-        role != "Launcher"
+    /// A v2beta1 launcher runs in its batch Job, a v1 launcher is a pod.
+    fn creates_pods(&self, job: &MPIJob, role: &str) -> bool {
+        role != "Launcher" || v1::created_as_v1(job)
+    }
+
+    /// training-operator names its one v1 launcher pod `<job>-launcher`.
+    fn pod_name(&self, job: &MPIJob, role: &str, index: i32) -> String {
+        let name = job.name_any();
+        if role == "Launcher" {
+            status::launcher_name(&name)
+        } else {
+            child_name(&name, role, index)
+        }
     }
 
     /// One Service for the whole job instead of one per replica.
@@ -101,11 +127,15 @@ impl Hooks for Mpi {
     }
 
     fn owned_kinds(&self) -> Vec<ApiResource> {
-        objects::kinds().into()
+        objects::kinds().into_iter().chain(v1::objects::kinds()).collect()
     }
 
     fn desired_objects(&self, ctx: &JobContext<'_, MPIJob>) -> Result<Vec<DesiredObject>, FrameworkError> {
-        objects::desired_objects(ctx)
+        if v1::created_as_v1(ctx.job) {
+            v1::objects::desired_objects(ctx)
+        } else {
+            objects::desired_objects(ctx)
+        }
     }
 
     fn prepare_object(&self, object: &mut DynamicObject) -> Result<(), FrameworkError> {

@@ -19,7 +19,9 @@ use kfop_runtime::plan::{DesiredObject, SyncPolicy, owner_reference};
 use kfop_runtime::serde_json::{Value, json};
 use kfop_runtime::{FrameworkError, JobContext, JobPhase};
 
-pub use launcher::{CONFIG_PATH, DISCOVER_HOSTS, HOSTFILE, config_map_name, launcher_env};
+pub use launcher::{
+    CONFIG_PATH, CONFIG_VOLUME, DISCOVER_HOSTS, HOSTFILE, config_map_name, launcher_env, mount_config,
+};
 
 use crate::api::MPIJob;
 use crate::hooks::{SSH_PRIVATE_KEY, SSH_PUBLIC_KEY, ssh_secret_name};
@@ -36,28 +38,7 @@ pub fn desired_objects(ctx: &JobContext<'_, MPIJob>) -> Result<Vec<DesiredObject
     let done = matches!(launcher, Launcher::Complete { .. } | Launcher::Failed { .. })
         || ctx.phase == JobPhase::Finished;
     let object = |kind: &ApiResource, object_name: String, data: Value, policy: SyncPolicy| {
-        // mpi-operator's `app` label, and Kubeflow's so kfop's label-filtered watches see it.
-        let labels = BTreeMap::from([
-            ("app".to_owned(), name.clone()),
-            (OPERATOR_NAME.to_owned(), "mpi-operator".to_owned()),
-            (JOB_NAME.to_owned(), name.clone()),
-        ]);
-        let metadata = ObjectMeta {
-            name: Some(object_name),
-            namespace: Some(namespace.clone()),
-            labels: Some(labels),
-            owner_references: Some(vec![owner_reference(job)]),
-            ..ObjectMeta::default()
-        };
-        DesiredObject::new(
-            kind,
-            DynamicObject {
-                types: None,
-                metadata,
-                data,
-            },
-            policy,
-        )
+        owned_object(job, kind, object_name, data, policy)
     };
     let [service, config_map, secret, batch_job] = kinds();
     let mut objects = vec![
@@ -142,8 +123,41 @@ pub fn desired_objects(ctx: &JobContext<'_, MPIJob>) -> Result<Vec<DesiredObject
     Ok(objects)
 }
 
-/// The kinds an MPIJob owns: its one Service, the hostfile ConfigMap, the SSH Secret and the
-/// launcher batch Job.
+/// An object `job` owns, with mpi-operator's `app` label and Kubeflow's, so kfop's
+/// label-filtered watches see it.
+pub fn owned_object(
+    job: &MPIJob,
+    kind: &ApiResource,
+    name: String,
+    data: Value,
+    policy: SyncPolicy,
+) -> DesiredObject {
+    let job_name = job.name_any();
+    let labels = BTreeMap::from([
+        ("app".to_owned(), job_name.clone()),
+        (OPERATOR_NAME.to_owned(), "mpi-operator".to_owned()),
+        (JOB_NAME.to_owned(), job_name),
+    ]);
+    let metadata = ObjectMeta {
+        name: Some(name),
+        namespace: job.namespace(),
+        labels: Some(labels),
+        owner_references: Some(vec![owner_reference(job)]),
+        ..ObjectMeta::default()
+    };
+    DesiredObject::new(
+        kind,
+        DynamicObject {
+            types: None,
+            metadata,
+            data,
+        },
+        policy,
+    )
+}
+
+/// The kinds a job created as v2beta1 owns: its one Service, the hostfile ConfigMap, the SSH
+/// Secret and the launcher batch Job.
 pub fn kinds() -> [ApiResource; 4] {
     [
         ApiResource::erase::<Service>(&()),

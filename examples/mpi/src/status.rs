@@ -25,7 +25,8 @@ pub enum Launcher {
     },
 }
 
-/// `<job>-launcher`.
+/// `<job>-launcher`: the launcher (a batch Job for v2beta1, a pod for v1) and, for v1, its
+/// ServiceAccount, Role and RoleBinding.
 pub fn launcher_name(job: &str) -> String {
     format!("{job}-launcher")
 }

@@ -177,9 +177,8 @@ impl Mode<'_> {
 /// The operator's flags as the chart's values and the Deployment's args carry them.
 pub mod flags {
     use clap::Args;
-    use kfop_runtime::operator::OperatorArgs;
 
-    /// One flag of `kfop-operator` (the runtime's [`OperatorArgs`]).
+    /// One flag of `kfop-operator` ([`crate::Flags`]).
     #[derive(Debug, Clone, PartialEq)]
     pub struct Flag {
         /// `--<long>`.
@@ -207,10 +206,10 @@ pub mod flags {
     /// need a leader.
     const ON_WHEN_INSTALLED: [&str; 1] = ["leader-elect"];
 
-    /// Every flag of [`OperatorArgs`], in declaration order, read from its clap definition so a
+    /// Every flag of [`crate::Flags`], in declaration order, read from its clap definition so a
     /// new flag appears in the chart's values without anyone remembering to add it.
     pub fn all() -> Vec<Flag> {
-        let command = OperatorArgs::augment_args(clap::Command::new("kfop-operator"));
+        let command = crate::Flags::augment_args(clap::Command::new("kfop-operator"));
         command
             .get_arguments()
             .filter_map(|arg| {
@@ -429,10 +428,29 @@ fn rules(enabled: &BTreeSet<Scheme>) -> String {
   - apiGroups: ["coordination.k8s.io"]
     resources: ["leases"]
     verbs: ["get", "create", "update", "patch"]
-{conversion}"#,
+{mpi_v1}{conversion}"#,
         resources = resources.join(", "),
+        mpi_v1 = mpi_v1_rules(enabled),
         conversion = conversion_rule(enabled),
     )
+}
+
+/// What an MPIJob created as v1 needs: its launcher's ServiceAccount, Role and RoleBinding, and
+/// exec into pods, which that Role grants (RBAC lets only a holder grant it).
+fn mpi_v1_rules(enabled: &BTreeSet<Scheme>) -> &'static str {
+    if !enabled.contains(&Scheme::MpiJob) {
+        return "";
+    }
+    r#"  - apiGroups: [""]
+    resources: ["serviceaccounts"]
+    verbs: ["get", "list", "watch", "create", "patch", "delete"]
+  - apiGroups: ["rbac.authorization.k8s.io"]
+    resources: ["roles", "rolebindings"]
+    verbs: ["get", "list", "watch", "create", "patch", "delete"]
+  - apiGroups: [""]
+    resources: ["pods/exec"]
+    verbs: ["create"]
+"#
 }
 
 /// The CRDs of kinds served in several versions: the operator points their conversion at its

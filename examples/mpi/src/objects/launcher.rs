@@ -87,16 +87,26 @@ pub fn pod_template(job: &MPIJob, spec: &ReplicaSpec) -> Result<PodTemplateSpec,
         }
         .to_owned(),
     );
-    let item = |key: &str, mode: i32| KeyToPath {
-        key: key.to_owned(),
-        path: key.to_owned(),
-        mode: Some(mode),
-    };
+    mount_config(pod, &name, &[(HOSTFILE, 0o444), (DISCOVER_HOSTS, 0o555)])?;
+    Ok(template)
+}
+
+/// Mounts `files` (key and mode) of the job's `<job>-config` at [`CONFIG_PATH`] in the first
+/// container.
+pub fn mount_config(pod: &mut PodSpec, job: &str, files: &[(&str, i32)]) -> Result<(), FrameworkError> {
+    let items = files
+        .iter()
+        .map(|(key, mode)| KeyToPath {
+            key: (*key).to_owned(),
+            path: (*key).to_owned(),
+            mode: Some(*mode),
+        })
+        .collect();
     pod.volumes.get_or_insert_with(Vec::new).push(Volume {
         name: CONFIG_VOLUME.to_owned(),
         config_map: Some(ConfigMapVolumeSource {
-            name: config_map_name(&name),
-            items: Some(vec![item(HOSTFILE, 0o444), item(DISCOVER_HOSTS, 0o555)]),
+            name: config_map_name(job),
+            items: Some(items),
             ..ConfigMapVolumeSource::default()
         }),
         ..Volume::default()
@@ -109,7 +119,7 @@ pub fn pod_template(job: &MPIJob, spec: &ReplicaSpec) -> Result<PodTemplateSpec,
             mount_path: CONFIG_PATH.to_owned(),
             ..VolumeMount::default()
         });
-    Ok(template)
+    Ok(())
 }
 
 /// The launcher Job's content: run policy limits passed through, suspended with the MPIJob.
