@@ -5,8 +5,10 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use kube::api::{ApiResource, DynamicObject};
 
-use crate::api::ReplicaSpec;
-use crate::framework::{Framework, FrameworkError, JobContext, JobName, LifecycleWording, PodContext};
+use crate::api::{CleanPodPolicy, ReplicaSpec};
+use crate::framework::{
+    Framework, FrameworkError, JobContext, JobName, LifecycleWording, PodContext, TrainingJob,
+};
 use crate::manifest::{Manifest, StatusRule};
 use crate::plan::{DesiredObject, StatusUpdate};
 use crate::policy::SuccessPolicy;
@@ -59,6 +61,12 @@ pub trait Hooks: Manifest {
     fn creates_pods(&self, job: &Self::Job, role: &str) -> bool {
         let _ = (job, role);
         true
+    }
+
+    /// Which pods to delete once `job` ends (training-operator's MPIJob v1 falls back to a
+    /// deprecated `spec.cleanPodPolicy`). Default: its `runPolicy.cleanPodPolicy`.
+    fn clean_pod_policy(&self, job: &Self::Job) -> CleanPodPolicy {
+        job.run_policy().clean_pod_policy()
     }
 
     /// The name of the pod of `role`/`index` (training-operator's MPIJob v1 names its one
@@ -153,6 +161,10 @@ impl<H: Hooks> Framework for H {
 
     fn pod_name(&self, job: &Self::Job, role: &str, index: i32) -> String {
         Hooks::pod_name(self, job, role, index)
+    }
+
+    fn clean_pod_policy(&self, job: &Self::Job) -> CleanPodPolicy {
+        Hooks::clean_pod_policy(self, job)
     }
 
     fn owned_kinds(&self) -> Vec<ApiResource> {

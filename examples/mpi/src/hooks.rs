@@ -5,6 +5,7 @@
 //! launcher is a pod, and [`crate::v1`] has the rest.
 use std::collections::BTreeMap;
 
+use kfop_runtime::api::CleanPodPolicy;
 use kfop_runtime::k8s_openapi::api::core::v1::{
     EnvVar, KeyToPath, PodDNSConfig, PodSpec, PodTemplateSpec, SecretVolumeSource, Volume, VolumeMount,
 };
@@ -109,6 +110,16 @@ impl Hooks for Mpi {
     /// A v2beta1 launcher runs in its batch Job, a v1 launcher is a pod.
     fn creates_pods(&self, job: &MPIJob, role: &str) -> bool {
         role != "Launcher" || v1::created_as_v1(job)
+    }
+
+    /// A v1 job's deprecated `spec.cleanPodPolicy` counts when `runPolicy` has none, as in
+    /// training-operator.
+    fn clean_pod_policy(&self, job: &MPIJob) -> CleanPodPolicy {
+        job.spec
+            .run_policy
+            .clean_pod_policy
+            .or_else(|| v1::clean_pod_policy(job).filter(|_| v1::created_as_v1(job)))
+            .unwrap_or(CleanPodPolicy::None)
     }
 
     /// training-operator names its one v1 launcher pod `<job>-launcher`.

@@ -179,6 +179,11 @@ pub trait Framework: Send + Sync + 'static {
         true
     }
 
+    /// Which pods to delete once `job` ends. Default: its `runPolicy.cleanPodPolicy`.
+    fn clean_pod_policy(&self, job: &Self::Job) -> crate::api::CleanPodPolicy {
+        job.run_policy().clean_pod_policy()
+    }
+
     /// The name of the pod of `role`/`index`. Default: Kubeflow's `<job>-<role>-<index>`.
     fn pod_name(&self, job: &Self::Job, role: &str, index: i32) -> String {
         crate::labels::child_name(&kube::ResourceExt::name_any(job), role, index)

@@ -256,6 +256,7 @@ fn reconcile_job<F: Framework>(
     let now = d.now;
     let run_policy = job.run_policy();
     let pods: Vec<&Pod> = observed.pods.iter().map(AsRef::as_ref).collect();
+    let clean_policy = framework.clean_pod_policy(job);
     let wording = framework.lifecycle_wording(
         job,
         JobName {
@@ -275,8 +276,8 @@ fn reconcile_job<F: Framework>(
     }
 
     if d.status.is_finished() {
-        let clean = policy::pods_to_clean(run_policy.clean_pod_policy(), true, &pods);
-        let all = run_policy.clean_pod_policy() == crate::api::CleanPodPolicy::All;
+        let clean = policy::pods_to_clean(clean_policy, true, &pods);
+        let all = clean_policy == crate::api::CleanPodPolicy::All;
         d.clean(&clean, &observed.services, all);
         if d.status.is(JobConditionType::Succeeded) {
             for rs in d.status.replica_statuses.values_mut() {
@@ -344,8 +345,8 @@ fn reconcile_job<F: Framework>(
         d.status.completion_time.get_or_insert_with(|| now.clone());
         // Kubeflow deletes every pod here, ignoring cleanPodPolicy (#3419); kfop cleans as for
         // any finished job.
-        let clean = policy::pods_to_clean(run_policy.clean_pod_policy(), true, &pods);
-        let all = run_policy.clean_pod_policy() == crate::api::CleanPodPolicy::All;
+        let clean = policy::pods_to_clean(clean_policy, true, &pods);
+        let all = clean_policy == crate::api::CleanPodPolicy::All;
         d.clean(&clean, &observed.services, all);
         d.event(EventType::Warning, reason(&kind, "Failed"), message.clone());
         if d.condition(JobConditionType::Failed, ConditionStatus::True, "Failed", message) {

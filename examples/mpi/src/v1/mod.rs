@@ -46,3 +46,42 @@ pub fn main_container(job: &crate::MPIJob) -> Option<String> {
         .filter(|c| !c.is_empty())
         .map(str::to_owned)
 }
+
+/// The deprecated top-level `spec.cleanPodPolicy` of a job created as v1.
+pub fn clean_pod_policy(job: &crate::MPIJob) -> Option<kfop_runtime::api::CleanPodPolicy> {
+    let value = convert::kept_field(job.annotations(), convert::V1, "cleanPodPolicy")?;
+    kfop_runtime::serde_json::from_value(value).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use kfop_runtime::Hooks;
+    use kfop_runtime::api::CleanPodPolicy;
+    use kfop_runtime::serde_json::json;
+
+    fn job(
+        annotations: kfop_runtime::serde_json::Value,
+        run_policy: kfop_runtime::serde_json::Value,
+    ) -> crate::MPIJob {
+        kfop_runtime::serde_json::from_value(json!({
+            "apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
+            "metadata": {"name": "pi", "namespace": "ns", "annotations": annotations},
+            "spec": {"runPolicy": run_policy, "mpiReplicaSpecs": {}},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_v1_jobs_deprecated_clean_pod_policy_counts_when_run_policy_has_none() {
+        let kept = json!({"kfop.dev/created-as": "v1", "kfop.dev/mpijob-v1-fields": "{\"cleanPodPolicy\":\"Running\"}"});
+        let policy = |j: &crate::MPIJob| Hooks::clean_pod_policy(&crate::Mpi, j);
+        assert_eq!(policy(&job(kept.clone(), json!({}))), CleanPodPolicy::Running);
+        assert_eq!(
+            policy(&job(kept, json!({"cleanPodPolicy": "All"}))),
+            CleanPodPolicy::All
+        );
+        // A v2beta1 job keeps none of v1's fields in effect.
+        let v2 = json!({"kfop.dev/mpijob-v1-fields": "{\"cleanPodPolicy\":\"Running\"}"});
+        assert_eq!(policy(&job(v2, json!({}))), CleanPodPolicy::None);
+    }
+}
