@@ -12,6 +12,11 @@ use kube::core::conversion::{ConversionRequest, ConversionResponse, ConversionRe
 /// The path the CRDs' `clientConfig` names.
 pub const PATH: &str = "/convert";
 
+/// The largest ConversionReview accepted. A list read in a version other than the stored one
+/// converts a whole page (500 objects by default) in one review, which outgrows axum's 2 MB
+/// default with a few KB per job.
+pub const BODY_LIMIT: usize = 64 * 1024 * 1024;
+
 /// Converts one kind's objects between its served versions.
 pub trait Converter: Send + Sync + std::fmt::Debug {
     /// The CRD's name, e.g. `mpijobs.kubeflow.org`.
@@ -36,6 +41,7 @@ pub type Converters = Arc<Vec<Arc<dyn Converter>>>;
 pub fn router(converters: Converters) -> Router {
     Router::new()
         .route(PATH, post(convert_handler))
+        .layer(axum::extract::DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(converters)
 }
 
@@ -129,6 +135,39 @@ mod tests {
 
     fn foo(version: &str, bad: bool) -> serde_json::Value {
         json!({"apiVersion": format!("example.org/{version}"), "kind": "Foo", "metadata": {"name": "a"}, "spec": {"bad": bad}})
+    }
+
+    #[tokio::test]
+    async fn a_page_of_large_objects_is_converted() {
+        use axum::body::Body;
+        use axum::http::Request;
+        use http_body_util::BodyExt;
+        use tower::ServiceExt;
+
+        // 500 objects of 8 KB: 4 MB, twice axum's default limit.
+        let mut object = foo("v1", false);
+        object["spec"]["padding"] = json!("x".repeat(8 * 1024));
+        let review = json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
+            "request": {"uid": "u1", "desiredAPIVersion": "example.org/v2", "objects": vec![object; 500]},
+        });
+        let body = serde_json::to_vec(&review).unwrap();
+        assert!(body.len() > 4_000_000);
+        let request = Request::post(PATH)
+            .header("content-type", "application/json")
+            .body(Body::from(body))
+            .unwrap();
+        let response = router(Arc::new(vec![Arc::new(Renamer)]))
+            .oneshot(request)
+            .await
+            .unwrap();
+        assert_eq!(response.status(), axum::http::StatusCode::OK);
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let answer: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(
+            answer["response"]["convertedObjects"].as_array().unwrap().len(),
+            500
+        );
     }
 
     #[test]
