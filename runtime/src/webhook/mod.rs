@@ -5,8 +5,9 @@
 //! Every replica serves it, leader or not, so a leader change never interrupts conversion. Each
 //! replica, every [`Policy::check_every`]: reads the Secret (creating or rotating it as
 //! [`rotation`] decides; optimistic concurrency lets one replica win), points each CRD's
-//! `spec.conversion` at the webhook with the Secret's CA bundle, and serves the Secret's current
-//! pair, reloading it without dropping connections.
+//! `spec.conversion` at the webhook with the Secret's CA bundle (out of cluster, unless the CRD
+//! names another replica's URL that still answers), and serves the Secret's current pair,
+//! reloading it without dropping connections.
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -163,13 +164,31 @@ async fn keep_in_step(store: &Store, crds: &[String]) -> Result<Material, StoreE
     };
     let material = store.sync_secret(trusted.as_deref()).await?;
     for (crd, state) in crds.iter().zip(&states) {
-        if !state.points_here || state.bundle.as_deref() != Some(material.ca_bundle.as_str()) {
+        let trusted = state.bundle.as_deref() == Some(material.ca_bundle.as_str());
+        // Out of cluster each replica has its own URL: one that answers keeps the CRD, since
+        // every repoint closes every watch of the kind. A dead one is replaced.
+        if let Some(url) = state.other_url.as_deref().filter(|_| trusted)
+            && answers(url).await
+        {
+            continue;
+        }
+        if !state.points_here || !trusted {
             store
                 .point_crd(crd, conversion::PATH, &material.ca_bundle)
                 .await?;
         }
     }
     Ok(material)
+}
+
+/// Whether something listens at `url`'s address (a replica's webhook, out of cluster).
+async fn answers(url: &str) -> bool {
+    let address = store::socket_address(url);
+    let connect = tokio::net::TcpStream::connect(address);
+    matches!(
+        tokio::time::timeout(Duration::from_secs(2), connect).await,
+        Ok(Ok(_))
+    )
 }
 
 /// rustls' server configuration for `pair`, with ring as the provider (kube's).

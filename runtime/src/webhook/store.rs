@@ -33,6 +33,8 @@ pub enum StoreError {
 pub struct CrdState {
     pub bundle: Option<String>,
     pub points_here: bool,
+    /// Out of cluster: the other URL the CRD names (another replica's listener).
+    pub other_url: Option<String>,
 }
 
 /// Where the API server reaches the webhook.
@@ -44,6 +46,26 @@ pub enum Endpoint {
     Url(String),
 }
 
+/// `host[:port]` of an `https://host[:port]/path` URL.
+fn authority(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    rest.split('/').next().unwrap_or(rest)
+}
+
+/// `host:port` to connect to for `url` (port 443 when it names none).
+pub fn socket_address(url: &str) -> String {
+    let authority = authority(url);
+    let has_port = match authority.rsplit_once(']') {
+        Some((_, after)) => after.starts_with(':'),
+        None => authority.contains(':'),
+    };
+    if has_port {
+        authority.to_owned()
+    } else {
+        format!("{authority}:443")
+    }
+}
+
 impl Endpoint {
     /// The names the serving certificate must carry.
     pub fn hosts(&self) -> Vec<String> {
@@ -53,8 +75,7 @@ impl Endpoint {
                 format!("{name}.{namespace}.svc.cluster.local"),
             ],
             Endpoint::Url(url) => {
-                let rest = url.split_once("://").map_or(url.as_str(), |(_, rest)| rest);
-                let authority = rest.split('/').next().unwrap_or(rest);
+                let authority = authority(url);
                 let host = match authority.strip_prefix('[') {
                     Some(v6) => v6.split(']').next().unwrap_or(v6),
                     None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
@@ -253,11 +274,16 @@ impl Store {
                     && s.port.unwrap_or(443) == 443
             }),
         };
+        let other_url = match &self.endpoint {
+            Endpoint::Url(_) if !points_here => config.url.clone(),
+            _ => None,
+        };
         Ok(CrdState {
             bundle: config
                 .ca_bundle
                 .map(|b| String::from_utf8_lossy(&b.0).into_owned()),
             points_here,
+            other_url,
         })
     }
 
@@ -330,5 +356,9 @@ mod tests {
         );
         assert_eq!(Endpoint::Url("https://[::1]:9443/x".into()).hosts(), ["::1"]);
         assert_eq!(Endpoint::Url("https://localhost".into()).hosts(), ["localhost"]);
+        assert_eq!(socket_address("https://127.0.0.1:9443/convert"), "127.0.0.1:9443");
+        assert_eq!(socket_address("https://[::1]/convert"), "[::1]:443");
+        assert_eq!(socket_address("https://[::1]:8443"), "[::1]:8443");
+        assert_eq!(socket_address("https://localhost/convert"), "localhost:443");
     }
 }
