@@ -329,12 +329,19 @@ async fn v1_and_v2beta1_side_by_side_with_rotating_certificates() {
         err.to_string().contains("kfop.dev/created-as] is immutable"),
         "{err}"
     );
-    let mut relabelled = v1.get("from-v1").await.unwrap();
-    relabelled.labels_mut().insert("team".into(), "a".into());
-    let stored = v2
-        .get(&v1.replace("from-v1", &pp, &relabelled).await.unwrap().name_any())
-        .await
-        .unwrap();
+    // Retried on a conflict, as any read-modify-write: the operator writes the job meanwhile.
+    wait::until("a v1 read-modify-write", Duration::from_secs(30), || async {
+        let mut relabelled = v1.get("from-v1").await.unwrap();
+        relabelled.labels_mut().insert("team".into(), "a".into());
+        match v1.replace("from-v1", &pp, &relabelled).await {
+            Ok(_) => Ok(Some(())),
+            Err(kfop_runtime::kube::Error::Api(e)) if e.code == 409 => Ok(None),
+            Err(e) => panic!("{e}"),
+        }
+    })
+    .await
+    .unwrap();
+    let stored = v2.get("from-v1").await.unwrap();
     assert_eq!(annotation(&stored, "kfop.dev/created-as"), Some("v1"));
     assert_eq!(stored.labels().get("team").map(String::as_str), Some("a"));
 
