@@ -30,11 +30,20 @@ pub struct Kind {
     pub container: &'static str,
     /// The peer (folder under `testenv/peers/`) whose operator its cases run under.
     pub peer: &'static str,
-    /// The API version both operators serve (`v1`; MPIJob `v2beta1`).
+    /// The API version the cases create (`v1`; mpi-operator's MPIJob `v2beta1`).
     pub version: &'static str,
     /// The role whose pod a batch Job of the operator's runs (MPIJob's Launcher): its pod is
     /// `<job>-<type>-<random>`, which snapshots key as `<job>-<type>-<random>` on both sides.
     pub batch_role: Option<&'static str>,
+    /// The role whose one pod is named `<job>-<type>`, without an index (training-operator's
+    /// MPIJob v1 launcher).
+    pub bare_role: Option<&'static str>,
+    /// The lane all its cases run in, when it cannot share one: the Kubeflow processes of a lane
+    /// share a namespace, and two controllers of one CRD (mpi-operator and training-operator's
+    /// MPI controller both serve `mpijobs.kubeflow.org`, at any version) would both run its jobs.
+    pub lane: Option<&'static str>,
+    /// How cases and reports name it: the kind, or `<kind>/<version>` for a second version of one.
+    pub key: &'static str,
 }
 
 /// The Kubeflow release most kinds are judged by.
@@ -43,8 +52,9 @@ const V1_8_1: &str = peer::TRAINING_OPERATOR;
 /// The kinds both operators serve from one CRD. JAXJob exists only from Kubeflow v1.9, which
 /// judges it; v1.9 dropped MXJob, so v1.8.1 stays the judge of the others. MPIJob is v1 in
 /// training-operator and v2beta1 in kfop, two APIs of one CRD name: mpi-operator v0.6.0, whose
-/// API kfop's is, judges it.
-pub const KINDS: [Kind; 7] = [
+/// API kfop's is, judges v2beta1, and v1.8.1 a job created as v1 (kfop runs that one as v1.8.1
+/// does).
+pub const KINDS: [Kind; 8] = [
     Kind {
         kind: "PyTorchJob",
         plural: "pytorchjobs",
@@ -53,6 +63,9 @@ pub const KINDS: [Kind; 7] = [
         peer: V1_8_1,
         version: "v1",
         batch_role: None,
+        bare_role: None,
+        lane: None,
+        key: "PyTorchJob",
     },
     Kind {
         kind: "TFJob",
@@ -62,6 +75,9 @@ pub const KINDS: [Kind; 7] = [
         peer: V1_8_1,
         version: "v1",
         batch_role: None,
+        bare_role: None,
+        lane: None,
+        key: "TFJob",
     },
     Kind {
         kind: "XGBoostJob",
@@ -71,6 +87,9 @@ pub const KINDS: [Kind; 7] = [
         peer: V1_8_1,
         version: "v1",
         batch_role: None,
+        bare_role: None,
+        lane: None,
+        key: "XGBoostJob",
     },
     Kind {
         kind: "PaddleJob",
@@ -80,6 +99,9 @@ pub const KINDS: [Kind; 7] = [
         peer: V1_8_1,
         version: "v1",
         batch_role: None,
+        bare_role: None,
+        lane: None,
+        key: "PaddleJob",
     },
     Kind {
         kind: "MXJob",
@@ -89,6 +111,9 @@ pub const KINDS: [Kind; 7] = [
         peer: V1_8_1,
         version: "v1",
         batch_role: None,
+        bare_role: None,
+        lane: None,
+        key: "MXJob",
     },
     Kind {
         kind: "JAXJob",
@@ -98,6 +123,9 @@ pub const KINDS: [Kind; 7] = [
         peer: peer::TRAINING_OPERATOR_V1_9_0,
         version: "v1",
         batch_role: None,
+        bare_role: None,
+        lane: None,
+        key: "JAXJob",
     },
     Kind {
         kind: "MPIJob",
@@ -107,8 +135,29 @@ pub const KINDS: [Kind; 7] = [
         peer: peer::MPI_OPERATOR_V0_6_0,
         version: "v2beta1",
         batch_role: Some("Launcher"),
+        bare_role: None,
+        lane: None,
+        key: "MPIJob",
+    },
+    // A job created as v1 kfop runs as training-operator v1.8.1's MPI controller does, which
+    // judges it in a lane of its own (see `lane`).
+    Kind {
+        kind: "MPIJob",
+        plural: "mpijobs",
+        specs: "mpiReplicaSpecs",
+        container: "mpi",
+        peer: V1_8_1,
+        version: "v1",
+        batch_role: None,
+        bare_role: Some("Launcher"),
+        lane: Some(MPI_V1_LANE),
+        key: "MPIJob/v1",
     },
 ];
+
+/// The lane of MPIJob v1 cases: training-operator v1.8.1 with its MPI controller, and no
+/// mpi-operator, on the Kubeflow side.
+pub const MPI_V1_LANE: &str = "mpi-v1";
 
 /// The peers judging [`KINDS`], each once, in the order of the kinds.
 pub fn peers() -> Vec<&'static str> {
@@ -122,8 +171,17 @@ pub fn peers() -> Vec<&'static str> {
 }
 
 impl Kind {
-    pub fn named(kind: &str) -> Option<Self> {
-        KINDS.iter().copied().find(|k| k.kind == kind)
+    /// The kind of key [`Kind::key`] (`MPIJob` is v2beta1, `MPIJob/v1` training-operator's).
+    pub fn named(key: &str) -> Option<Self> {
+        KINDS.iter().copied().find(|k| k.key == key)
+    }
+
+    /// The kind of a job document: its `kind` at its `apiVersion`.
+    pub fn of(kind: &str, api_version: &str) -> Option<Self> {
+        KINDS
+            .iter()
+            .copied()
+            .find(|k| k.kind == kind && k.api_version() == api_version)
     }
 
     /// The `--enable-scheme` value of both operators.
@@ -255,13 +313,18 @@ impl Case {
             .flat_map(|(role, spec)| {
                 let replicas = spec["replicas"].as_u64().unwrap_or(1);
                 let batch = self.kind.batch_role == Some(role.as_str());
+                let bare = self.kind.bare_role == Some(role.as_str());
                 (0..replicas).map(move |i| {
+                    let role = role.to_ascii_lowercase();
+                    if bare {
+                        return format!("{}-{role}", self.name);
+                    }
                     let index = if batch {
                         crate::snapshot::RANDOM_SUFFIX.to_owned()
                     } else {
                         i.to_string()
                     };
-                    format!("{}-{}-{index}", self.name, role.to_ascii_lowercase())
+                    format!("{}-{role}-{index}", self.name)
                 })
             })
             .collect()
@@ -359,7 +422,10 @@ pub fn load_examples(cases_file: &Path, modules: &[(&str, PathBuf)]) -> Result<V
                         .as_str()
                         .is_some_and(|v| v.starts_with("kubeflow.org/"))
                 })
-                .map(|d| Kind::named(d["kind"].as_str().unwrap_or_default()).map(|k| k.peer))
+                .map(|d| {
+                    let kind = d["kind"].as_str().unwrap_or_default();
+                    Kind::of(kind, d["apiVersion"].as_str().unwrap_or_default()).map(|k| k.peer)
+                })
                 .collect();
             if judges.contains(&Some(*peer))
                 && let Some(other) = judged.insert(relative.clone(), path.clone())
@@ -406,8 +472,13 @@ fn example_case(file: &ExamplesFile, entry: &ExampleEntry, path: &Path) -> Resul
     }
     let mut job = docs.remove(0);
     let kind_name = job["kind"].as_str().unwrap_or_default().to_owned();
-    let kind = Kind::named(&kind_name)
-        .ok_or_else(|| Error::parse(path, format!("kind {kind_name:?} is not under test")))?;
+    let api_version = job["apiVersion"].as_str().unwrap_or_default().to_owned();
+    let kind = Kind::of(&kind_name, &api_version).ok_or_else(|| {
+        Error::parse(
+            path,
+            format!("kind {kind_name:?} of {api_version} is not under test"),
+        )
+    })?;
     let name = match &entry.name {
         Some(name) => name.clone(),
         None => job["metadata"]["name"].as_str().unwrap_or_default().to_owned(),
@@ -436,7 +507,7 @@ fn example_case(file: &ExamplesFile, entry: &ExampleEntry, path: &Path) -> Resul
         name,
         kind,
         source: format!("examples/{}", entry.file),
-        lane: DEFAULT_LANE.to_owned(),
+        lane: kind.lane.unwrap_or(DEFAULT_LANE).to_owned(),
         job,
         steps: entry.steps.clone().unwrap_or_else(|| file.steps.clone()),
     })
@@ -538,6 +609,17 @@ pub fn load_variants(cases_file: &Path) -> Result<Vec<Case>> {
             let kind = Kind::named(kind_name).ok_or_else(|| {
                 Error::parse(cases_file, format!("base {kind_name} is not a kind under test"))
             })?;
+            // A kind with a lane of its own runs nowhere else.
+            let lane = match kind.lane {
+                Some(own) if variant.lane != DEFAULT_LANE && variant.lane != own => {
+                    return Err(Error::parse(
+                        cases_file,
+                        format!("variant {}: {kind_name} runs only in lane {own}", variant.name),
+                    ));
+                }
+                Some(own) => own.to_owned(),
+                None => variant.lane.clone(),
+            };
             for axes in combinations(&variant.axes) {
                 // Built in: the framework's container name.
                 let mut vars = BTreeMap::from([("container".to_owned(), Value::from(kind.container))]);
@@ -565,7 +647,7 @@ pub fn load_variants(cases_file: &Path) -> Result<Vec<Case>> {
                     name,
                     kind,
                     source: format!("variant {}", variant.name),
-                    lane: variant.lane.clone(),
+                    lane: lane.clone(),
                     job,
                     steps,
                 });
@@ -863,6 +945,31 @@ mod tests {
         let unlisted = listing("{file: pytorch/simple.yaml}").unwrap_err().to_string();
         assert!(unlisted.contains("jax/demo.yaml"), "{unlisted}");
         std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn mpijob_v1_is_training_operators_in_a_lane_of_its_own() {
+        let v1 = Kind::of("MPIJob", "kubeflow.org/v1").unwrap();
+        assert_eq!(
+            (v1.peer, v1.key, v1.lane),
+            (peer::TRAINING_OPERATOR, "MPIJob/v1", Some(MPI_V1_LANE))
+        );
+        let v2 = Kind::of("MPIJob", "kubeflow.org/v2beta1").unwrap();
+        assert_eq!(Kind::named("MPIJob"), Some(v2));
+        assert_eq!(v2.peer, peer::MPI_OPERATOR_V0_6_0);
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("cases");
+        let cases = load_variants(&dir.join("variants.yaml")).unwrap();
+        let case = cases.iter().find(|c| c.name == "mpiv1-launcher-1").unwrap();
+        assert_eq!(case.lane, MPI_V1_LANE);
+        assert_eq!(case.job["apiVersion"], "kubeflow.org/v1");
+        assert_eq!(
+            case.expected_pods(),
+            [
+                "mpiv1-launcher-1-launcher",
+                "mpiv1-launcher-1-worker-0",
+                "mpiv1-launcher-1-worker-1"
+            ]
+        );
     }
 
     #[test]

@@ -38,7 +38,7 @@ impl CaseRecord {
     pub fn failed(case: &crate::cases::Case, error: String) -> Self {
         Self {
             case: case.name.clone(),
-            kind: case.kind.kind,
+            kind: case.kind.key,
             source: case.source.clone(),
             steps: Vec::new(),
             error: Some(error),

@@ -6,6 +6,7 @@
 //! Each kind is judged by one Kubeflow release ([`cases::Kind::peer`]): a lane runs one Kubeflow
 //! process per release its cases need, all watching the lane's Kubeflow namespace, each for its
 //! own kinds only (two controllers never share a kind), next to one kfop process for every kind.
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -31,7 +32,7 @@ pub struct Lane {
     pub kfop_gang: Option<&'static str>,
 }
 
-pub const LANES: [Lane; 3] = [
+pub const LANES: [Lane; 4] = [
     Lane {
         name: cases::DEFAULT_LANE,
         kubeflow_gang: None,
@@ -46,6 +47,12 @@ pub const LANES: [Lane; 3] = [
         name: "scheduler-plugins",
         kubeflow_gang: Some("scheduler-plugins-scheduler"),
         kfop_gang: Some("scheduler-plugins"),
+    },
+    // training-operator v1.8.1's MPI controller beside no mpi-operator (`Kind::lane`).
+    Lane {
+        name: cases::MPI_V1_LANE,
+        kubeflow_gang: None,
+        kfop_gang: None,
     },
 ];
 
@@ -120,13 +127,12 @@ pub async fn run(options: &Options) -> Result<Report> {
     .await
     .map_err(|e| Error::Task(format!("go list: {e}")))??;
     let corpus = corpus(options, &modules)?;
-    let schemes = |peer: Option<&str>| -> Vec<String> {
-        KINDS
-            .iter()
-            .filter(|k| peer.is_none_or(|p| k.peer == p))
-            .map(|k| k.scheme())
-            .collect()
-    };
+    let all_schemes: Vec<String> = KINDS
+        .iter()
+        .map(|k| k.scheme())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
 
     // Room for both sides of every case running at once (the GPU examples ask for 8 a pod):
     // a pod pending for capacity on one side only would be a difference of the plane's.
@@ -142,7 +148,7 @@ pub async fn run(options: &Options) -> Result<Report> {
     })
     .await?;
     let client = plane.client().await?;
-    let mut crd_set = operators::kfop_crds(&bin, &schemes(None))?;
+    let mut crd_set = operators::kfop_crds(&bin, &all_schemes)?;
     crd_set.extend(crds::pod_groups()?);
     install_crds(&client, crd_set).await?;
     // One operator pair per lane the corpus uses; they live until every case ran.
@@ -165,15 +171,10 @@ pub async fn run(options: &Options) -> Result<Report> {
         }
         // Every release the lane's cases need, and kfop, start at once.
         let kubeconfig = plane.kubeconfig();
-        let releases: Vec<(&str, Vec<String>)> = cases::peers()
-            .into_iter()
-            .filter(|p| corpus.iter().any(|c| c.lane == lane.name && c.kind.peer == *p))
-            .map(|p| (p, schemes(Some(p))))
-            .collect();
+        let releases = lane_schemes(lane, &corpus)?;
         let kubeflows = futures::future::try_join_all(releases.iter().map(|(peer, schemes)| {
             operators::start_kubeflow(peer, kubeconfig, &kf_ns, schemes, lane.kubeflow_gang)
         }));
-        let all_schemes = schemes(None);
         // One lane serves the conversion webhook: lanes serving it at different loopback URLs
         // would each repoint the CRD at themselves, and every CRD update closes every MPIJob
         // watch (mpi-operator's informer then stalled for whole cases).
@@ -231,6 +232,34 @@ pub async fn run(options: &Options) -> Result<Report> {
     ))
 }
 
+/// The Kubeflow releases `lane`'s cases need, each with the schemes it enables there: its kinds
+/// that may run in the lane (a kind with a lane of its own only there). Fails when two releases
+/// would enable one scheme: both would run the lane namespace's jobs of that CRD.
+fn lane_schemes(lane: &Lane, corpus: &[Case]) -> Result<Vec<(&'static str, Vec<String>)>> {
+    let mut releases: Vec<(&'static str, Vec<String>)> = Vec::new();
+    let mut owner: BTreeMap<String, &'static str> = BTreeMap::new();
+    for peer in cases::peers() {
+        if !corpus.iter().any(|c| c.lane == lane.name && c.kind.peer == peer) {
+            continue;
+        }
+        let schemes: Vec<String> = KINDS
+            .iter()
+            .filter(|k| k.peer == peer && k.lane.is_none_or(|l| l == lane.name))
+            .map(|k| k.scheme())
+            .collect();
+        for scheme in &schemes {
+            if let Some(other) = owner.insert(scheme.clone(), peer) {
+                return Err(Error::Operator(format!(
+                    "lane {}: {other} and {peer} would both run {scheme}",
+                    lane.name
+                )));
+            }
+        }
+        releases.push((peer, schemes));
+    }
+    Ok(releases)
+}
+
 /// Creates the job on both sides, then acts and settles each step on both at once.
 async fn run_case(case: &Case, (kubeflow, kfop): &(Side, Side)) -> CaseRecord {
     let started = Instant::now();
@@ -272,4 +301,38 @@ async fn step_on(side: &Side, case: &Case, step: &Step) -> Result<crate::drive::
     notes.append(&mut settled.notes);
     settled.notes = notes;
     Ok(settled)
+}
+
+#[cfg(test)]
+mod tests {
+    use kfop_testenv::peer;
+
+    use super::*;
+
+    #[test]
+    fn only_the_mpi_v1_lane_gives_training_operator_mpijobs() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("cases");
+        let corpus: Vec<Case> = cases::load_variants(&dir.join("variants.yaml"))
+            .unwrap()
+            .into_iter()
+            .filter(|c| {
+                ["pt-restart-never-1", "mpi-launcher-0", "mpiv1-launcher-0"].contains(&c.name.as_str())
+            })
+            .collect();
+        assert_eq!(corpus.len(), 3);
+        let lane = |name: &str| LANES.iter().find(|l| l.name == name).unwrap();
+        let default = lane_schemes(lane(cases::DEFAULT_LANE), &corpus).unwrap();
+        let of = |releases: &[(&str, Vec<String>)], p: &str| {
+            releases
+                .iter()
+                .find(|(r, _)| *r == p)
+                .map(|(_, s)| s.clone())
+                .unwrap_or_default()
+        };
+        assert!(!of(&default, peer::TRAINING_OPERATOR).contains(&"mpijob".to_owned()));
+        assert_eq!(of(&default, peer::MPI_OPERATOR_V0_6_0), ["mpijob"]);
+        let v1 = lane_schemes(lane(cases::MPI_V1_LANE), &corpus).unwrap();
+        assert_eq!(v1.len(), 1, "{v1:?}");
+        assert!(of(&v1, peer::TRAINING_OPERATOR).contains(&"mpijob".to_owned()));
+    }
 }
