@@ -69,6 +69,14 @@ pub trait Hooks: Manifest {
         job.run_policy().clean_pod_policy()
     }
 
+    /// The restart policy of `role` of `job` when its spec sets none, where it differs from the
+    /// role's static default (an MPIJob created as v1 defaults its launcher to Never). Default:
+    /// none, the role's own.
+    fn default_restart_policy(&self, job: &Self::Job, role: &str) -> Option<crate::api::RestartPolicy> {
+        let _ = (job, role);
+        None
+    }
+
     /// The name of the pod of `role`/`index` (training-operator's MPIJob v1 names its one
     /// launcher `<job>-launcher`). Default: Kubeflow's `<job>-<role>-<index>`.
     fn pod_name(&self, job: &Self::Job, role: &str, index: i32) -> String {
@@ -157,6 +165,10 @@ impl<H: Hooks> Framework for H {
 
     fn creates_pods(&self, job: &Self::Job, role: &str) -> bool {
         Hooks::creates_pods(self, job, role)
+    }
+
+    fn default_restart_policy(&self, job: &Self::Job, role: &str) -> Option<crate::api::RestartPolicy> {
+        Hooks::default_restart_policy(self, job, role)
     }
 
     fn pod_name(&self, job: &Self::Job, role: &str, index: i32) -> String {

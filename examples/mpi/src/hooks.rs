@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use kfop_runtime::api::CleanPodPolicy;
+use kfop_runtime::api::RestartPolicy;
 use kfop_runtime::k8s_openapi::api::core::v1::{
     EnvVar, KeyToPath, PodDNSConfig, PodSpec, PodTemplateSpec, SecretVolumeSource, Volume, VolumeMount,
 };
@@ -122,6 +123,11 @@ impl Hooks for Mpi {
             .unwrap_or(CleanPodPolicy::None)
     }
 
+    /// training-operator defaults a v1 job's launcher to Never (mpi-operator's is OnFailure).
+    fn default_restart_policy(&self, job: &MPIJob, role: &str) -> Option<RestartPolicy> {
+        (role == "Launcher" && v1::created_as_v1(job)).then_some(RestartPolicy::Never)
+    }
+
     /// training-operator names its one v1 launcher pod `<job>-launcher`.
     fn pod_name(&self, job: &MPIJob, role: &str, index: i32) -> String {
         let name = job.name_any();
@@ -216,4 +222,35 @@ pub fn mount_ssh(spec: &mut PodSpec, job: &str, path: &str) -> Result<(), Framew
             ..VolumeMount::default()
         });
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use kfop_runtime::serde_json::{self, json};
+
+    use super::*;
+
+    fn job(annotations: serde_json::Value) -> MPIJob {
+        serde_json::from_value(json!({
+            "apiVersion": "kubeflow.org/v2beta1",
+            "kind": "MPIJob",
+            "metadata": { "name": "pi", "annotations": annotations },
+            "spec": { "mpiReplicaSpecs": {} },
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn only_a_v1_launcher_defaults_to_never() {
+        let v1 = job(json!({ crate::convert::CREATED_AS: "v1" }));
+        assert_eq!(
+            Hooks::default_restart_policy(&Mpi, &v1, "Launcher"),
+            Some(RestartPolicy::Never)
+        );
+        assert_eq!(Hooks::default_restart_policy(&Mpi, &v1, "Worker"), None);
+        assert_eq!(
+            Hooks::default_restart_policy(&Mpi, &job(json!({})), "Launcher"),
+            None
+        );
+    }
 }

@@ -184,6 +184,14 @@ pub trait Framework: Send + Sync + 'static {
         job.run_policy().clean_pod_policy()
     }
 
+    /// The restart policy of `role` of `job` when its spec sets none, where it differs from the
+    /// role's static default (an MPIJob created as v1 defaults its launcher to Never, as
+    /// training-operator does). Default: none, the role's own.
+    fn default_restart_policy(&self, job: &Self::Job, role: &str) -> Option<crate::api::RestartPolicy> {
+        let _ = (job, role);
+        None
+    }
+
     /// The name of the pod of `role`/`index`. Default: Kubeflow's `<job>-<role>-<index>`.
     fn pod_name(&self, job: &Self::Job, role: &str, index: i32) -> String {
         crate::labels::child_name(&kube::ResourceExt::name_any(job), role, index)

@@ -206,7 +206,18 @@ pub fn plan<F: Framework>(
     if job.meta().deletion_timestamp.is_some() || !is_managed_here(job.run_policy()) {
         return Ok(d.plan);
     }
-    let specs = defaulted_specs(framework.info(), job.replica_specs());
+    let mut specs = defaulted_specs(framework.info(), job.replica_specs());
+    for (role, spec) in &mut specs {
+        // The spelling defaulting kept (the last of a role's spellings) decides whether it set one.
+        let set = job
+            .replica_specs()
+            .iter()
+            .rfind(|(key, _)| key.eq_ignore_ascii_case(role))
+            .is_some_and(|(_, s)| s.restart_policy.is_some());
+        if !set && let Some(policy) = framework.default_restart_policy(job, role) {
+            spec.restart_policy = Some(policy);
+        }
+    }
     let phase = reconcile_job(framework, job, &specs, observed, &mut d)?;
     let ctx = JobContext {
         job,
