@@ -53,6 +53,8 @@ impl TrainingJob for TestJob {
 pub struct TestFramework {
     pub info: FrameworkInfo,
     pub lifecycle: fn(JobName<'_>) -> LifecycleWording,
+    /// A per-job restart policy default for one role (the `default_restart_policy` hook).
+    pub restart_default: Option<(&'static str, RestartPolicy)>,
 }
 
 impl Default for TestFramework {
@@ -60,6 +62,7 @@ impl Default for TestFramework {
         Self {
             info: test_info(),
             lifecycle: LifecycleWording::training_operator,
+            restart_default: None,
         }
     }
 }
@@ -87,6 +90,11 @@ impl Framework for TestFramework {
     fn lifecycle_wording(&self, job: &Self::Job, name: JobName<'_>) -> LifecycleWording {
         let _ = job;
         (self.lifecycle)(name)
+    }
+
+    fn default_restart_policy(&self, job: &Self::Job, role: &str) -> Option<RestartPolicy> {
+        let _ = job;
+        self.restart_default.filter(|(r, _)| *r == role).map(|(_, p)| p)
     }
 }
 

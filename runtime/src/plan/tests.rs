@@ -209,6 +209,30 @@ fn new_job_gets_created_condition_and_all_children() {
     assert_eq!((port.name.as_deref(), port.port), (Some("test-port"), 7777));
 }
 
+/// A framework's per-job default replaces the role's static one only where the spec sets none.
+#[test]
+fn a_per_job_restart_default_applies_only_where_the_spec_sets_none() {
+    let framework = TestFramework {
+        restart_default: Some(("Master", RestartPolicy::Never)),
+        ..TestFramework::default()
+    };
+    let policies = |j: &TestJob| -> Vec<Option<String>> {
+        let p = plan(&framework, j, &Observed::default(), &t(0)).unwrap();
+        p.create_pods
+            .iter()
+            .map(|pod| pod.spec.as_ref().and_then(|s| s.restart_policy.clone()))
+            .collect()
+    };
+    let unset = job(
+        "ns",
+        "tj",
+        &[("Master", replica(1, None)), ("Worker", replica(1, None))],
+    );
+    assert_eq!(policies(&unset), [Some("Never".into()), Some("OnFailure".into())]);
+    let set = job("ns", "tj", &[("Master", replica(1, Some(RestartPolicy::Always)))]);
+    assert_eq!(policies(&set), [Some("Always".into())]);
+}
+
 #[test]
 fn exit_code_policy_creates_never_pods_and_template_policy_is_overridden_with_a_warning() {
     let mut spec = replica(1, Some(RestartPolicy::ExitCode));
