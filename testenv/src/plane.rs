@@ -333,9 +333,19 @@ fn fresh_state_dir() -> Result<PathBuf> {
     if let Ok(entries) = std::fs::read_dir(&root) {
         for entry in entries.flatten() {
             let owner = std::fs::read_to_string(entry.path().join(OWNER_FILE)).ok();
-            let alive = owner
-                .and_then(|s| s.trim().parse::<i32>().ok())
-                .is_some_and(pid_alive);
+            // The name's pid too: a directory another thread just made has no owner file yet
+            // (removing it failed a sibling plane's start with etcd.log not found).
+            let named = entry
+                .file_name()
+                .to_string_lossy()
+                .split('-')
+                .next()
+                .map(str::to_owned);
+            let alive = [owner, named]
+                .into_iter()
+                .flatten()
+                .filter_map(|s| s.trim().parse::<i32>().ok())
+                .any(pid_alive);
             let detached = entry.path().join(STATE_FILE).exists();
             if !alive && !detached {
                 let _ = std::fs::remove_dir_all(entry.path());
@@ -457,4 +467,24 @@ fn scheduler_args(kubeconfig: &str, config: &Path, port: u16) -> Vec<String> {
         format!("--secure-port={port}"),
         "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics".to_owned(),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_live_process_directory_without_its_owner_file_yet_is_kept() {
+        let root = std::env::temp_dir().join("kfop-testenv");
+        std::fs::create_dir_all(&root).unwrap();
+        let starting = root.join(format!("{}-starting-test", std::process::id()));
+        let dead = root.join(format!("{}-dead-test", i32::MAX));
+        std::fs::create_dir_all(&starting).unwrap();
+        std::fs::create_dir_all(&dead).unwrap();
+        let fresh = fresh_state_dir().unwrap();
+        assert!(starting.exists(), "a sibling thread's new directory was removed");
+        assert!(!dead.exists(), "a dead process's directory was kept");
+        std::fs::remove_dir_all(&starting).unwrap();
+        std::fs::remove_dir_all(&fresh).unwrap();
+    }
 }
