@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use askama::Template;
 use sha2::{Digest, Sha256};
 
-use crate::manifest::{Model, Resource};
+use crate::manifest::{EnvCode, Model, ModelCode, Resource};
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub const LOCK_FILE: &str = "kfop.lock";

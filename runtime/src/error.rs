@@ -50,6 +50,12 @@ pub enum Error {
         #[source]
         source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
+
+    #[error("a controller task ended abnormally: {0}")]
+    Task(#[from] tokio::task::JoinError),
+
+    #[error(transparent)]
+    Dynamic(#[from] crate::dynamic::DynamicError),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -113,8 +113,16 @@ pub trait Hooks: Manifest {
 impl<H: Hooks> Framework for H {
     type Job = H::Job;
 
+    fn info(&self) -> &crate::info::FrameworkInfo {
+        Manifest::info(self)
+    }
+
+    fn job_type(&self) -> <Self::Job as kube::Resource>::DynamicType {
+        Manifest::job_type(self)
+    }
+
     fn is_master(&self, specs: &BTreeMap<String, ReplicaSpec>, role: &str, index: i32) -> bool {
-        let declared = self.info().role(role).is_some_and(|r| r.master);
+        let declared = Framework::info(self).role(role).is_some_and(|r| r.master);
         let by_manifest = self.manifest().master.is_master(declared, index);
         Hooks::is_master(self, specs, role, index, by_manifest)
     }
@@ -129,7 +137,7 @@ impl<H: Hooks> Framework for H {
             .env
             .as_ref()
             .map_err(|e| FrameworkError::new(format!("the manifest's env: {e}")))?;
-        ctx.with_env(self.info(), |e| crate::env::inject(env, e, template))
+        ctx.with_env(Framework::info(self), |e| crate::env::inject(env, e, template))
             .map_err(|e| FrameworkError::with_source("injecting the manifest's env", e))?;
         Hooks::decorate_pod(self, ctx, template)
     }

@@ -40,10 +40,10 @@ pub fn selector_string(labels: &BTreeMap<String, String>) -> String {
 }
 
 /// The controller owner reference every child carries.
-pub fn owner_reference<J: kube::Resource<DynamicType = ()>>(job: &J) -> OwnerReference {
+pub fn owner_reference<J: kube::Resource>(job: &J, job_type: &J::DynamicType) -> OwnerReference {
     OwnerReference {
-        api_version: J::api_version(&()).into_owned(),
-        kind: J::kind(&()).into_owned(),
+        api_version: J::api_version(job_type).into_owned(),
+        kind: J::kind(job_type).into_owned(),
         name: kube::ResourceExt::name_any(job),
         uid: kube::ResourceExt::uid(job).unwrap_or_default(),
         controller: Some(true),

@@ -16,6 +16,7 @@ pub mod children;
 pub mod client;
 pub mod controller;
 pub mod defaults;
+pub mod dynamic;
 pub mod env;
 mod error;
 pub mod framework;

@@ -79,7 +79,11 @@ pub struct Manager {
     metrics: Arc<Metrics>,
     frameworks: Vec<Registered>,
     converters: Vec<Arc<dyn crate::webhook::Converter>>,
+    on_start: Option<OnStart>,
 }
+
+/// A task run beside the controllers, given the [`Registry`] to start more of them.
+type OnStart = Box<dyn FnOnce(Registry) -> BoxFuture<'static, Result<()>> + Send>;
 
 impl std::fmt::Debug for Manager {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -99,6 +103,7 @@ impl Manager {
             metrics: Arc::new(Metrics::new()),
             frameworks: Vec::new(),
             converters: Vec::new(),
+            on_start: None,
         }
     }
 
@@ -111,34 +116,18 @@ impl Manager {
     #[must_use]
     pub fn register<F: Framework>(mut self, framework: F) -> Self {
         let name = framework.info().controller_name.clone();
+        let job_type = framework.job_type();
         let job_kind = (
-            <F::Job as Resource>::api_version(&()).into_owned(),
-            <F::Job as Resource>::kind(&()).into_owned(),
+            <F::Job as Resource>::api_version(&job_type).into_owned(),
+            <F::Job as Resource>::kind(&job_type).into_owned(),
         );
         let kinds = framework.owned_kinds();
         let start: Start = Box::new(move |shared: Shared, children, objects| {
-            async move {
-                let ctx = Arc::new(Context {
-                    client: shared.client,
-                    framework: Arc::new(framework),
-                    config: shared.config,
-                    metrics: shared.metrics,
-                    events: shared.events,
-                    pods: shared.pods,
-                    services: shared.services,
-                    objects,
-                    priority_classes: shared.priority_classes,
-                    deleted: Deleted::default(),
-                    written: Written::default(),
-                    activity: Activity::default(),
-                });
-                let mut shutdown = shared.shutdown;
-                let stop = async move {
-                    let _ = shutdown.wait_for(|stop| *stop).await;
-                };
-                controller::run(ctx, children, stop).await
-            }
-            .boxed()
+            let mut shutdown = shared.shutdown.clone();
+            let stop = async move {
+                let _ = shutdown.wait_for(|stop| *stop).await;
+            };
+            start_controller(framework, shared, children, objects, stop).boxed()
         });
         self.frameworks.push(Registered {
             name,
@@ -146,6 +135,17 @@ impl Manager {
             kinds,
             start,
         });
+        self
+    }
+
+    /// Runs `task` beside the controllers once the shared watches exist, with a [`Registry`]
+    /// to start and stop controllers while the manager runs; the manager ends if it fails.
+    #[must_use]
+    pub fn on_start(
+        mut self,
+        task: impl FnOnce(Registry) -> BoxFuture<'static, Result<()>> + Send + 'static,
+    ) -> Self {
+        self.on_start = Some(Box::new(task));
         self
     }
 
@@ -312,7 +312,7 @@ impl Manager {
             .collect();
 
         // Every controller subscribes to the one router all child watches feed.
-        let mut router = Router::default();
+        let router = Router::default();
         let mut controllers = Vec::with_capacity(frameworks.len());
         for registered in frameworks {
             let (api_version, kind) = &registered.job_kind;
@@ -331,6 +331,13 @@ impl Manager {
             controllers.push((registered.start)(shared.clone(), children, stores));
         }
         let router = Arc::new(router);
+        let on_start = match self.on_start {
+            Some(task) => task(Registry {
+                shared: shared.clone(),
+                router: router.clone(),
+            }),
+            None => futures::future::pending().boxed(),
+        };
 
         let object_watches =
             futures::future::join_all(object_caches.into_iter().zip(object_stores.clone()).map(
@@ -378,8 +385,106 @@ impl Manager {
             _ = object_watches.then(|_| futures::future::pending::<()>()) => Ok(()),
             () = priority_class_watch => Ok(()),
             () = readiness => Ok(()),
+            result = on_start => result,
             error = lost_lease => Err(error),
         }
+    }
+}
+
+/// Runs `framework`'s controller with the manager's shared parts until `stop` completes.
+async fn start_controller<F: Framework>(
+    framework: F,
+    shared: Shared,
+    children: Triggers,
+    objects: Vec<Children<DynamicObject>>,
+    stop: impl std::future::Future<Output = ()> + Send + Sync + 'static,
+) -> Result<()> {
+    let ctx = Arc::new(Context {
+        client: shared.client,
+        framework: Arc::new(framework),
+        config: shared.config,
+        metrics: shared.metrics,
+        events: shared.events,
+        pods: shared.pods,
+        services: shared.services,
+        objects,
+        priority_classes: shared.priority_classes,
+        deleted: Deleted::default(),
+        written: Written::default(),
+        activity: Activity::default(),
+    });
+    controller::run(ctx, children, stop).await
+}
+
+/// Starts controllers while the manager runs, on its shared client, caches and watches: the
+/// frameworks registered at run time ([`crate::dynamic`]). Such a framework owns no kinds
+/// besides pods and services, so it needs no watch of its own.
+#[derive(Clone)]
+pub struct Registry {
+    shared: Shared,
+    router: Arc<Router>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry").finish_non_exhaustive()
+    }
+}
+
+/// A controller started through a [`Registry`]; [`Running::stop`] ends it.
+#[derive(Debug)]
+pub struct Running {
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<Result<()>>,
+}
+
+impl Running {
+    /// Stops the controller and waits for its in-flight reconciles to finish.
+    pub async fn stop(self) -> Result<()> {
+        let _ = self.stop.send(true);
+        self.task.await?
+    }
+
+    /// Whether the controller has ended by itself (its CRD missing, the manager stopping).
+    pub fn is_finished(&self) -> bool {
+        self.task.is_finished()
+    }
+}
+
+impl Registry {
+    /// Whether jobs need PodGroups (gang scheduling), which a run-time framework cannot watch.
+    pub fn gang_scheduling(&self) -> bool {
+        self.shared.config.gang.pod_group_api_resource().is_some()
+    }
+
+    /// The manager's client.
+    pub fn client(&self) -> &Client {
+        &self.shared.client
+    }
+
+    /// Starts `framework`'s controller; it runs until stopped or the manager stops.
+    pub fn start<F: Framework>(&self, framework: F) -> Running {
+        let job_type = framework.job_type();
+        let children = self.router.subscribe(
+            &<F::Job as Resource>::api_version(&job_type),
+            &<F::Job as Resource>::kind(&job_type),
+        );
+        let (stop, mut stopped) = watch::channel(false);
+        let mut shutdown = self.shared.shutdown.clone();
+        let until = async move {
+            tokio::select! {
+                _ = shutdown.wait_for(|s| *s) => {},
+                _ = stopped.wait_for(|s| *s) => {},
+            }
+        };
+        let task = tokio::spawn(start_controller(
+            framework,
+            self.shared.clone(),
+            children,
+            Vec::new(),
+            until,
+        ));
+        Running { stop, task }
     }
 }
 
@@ -497,7 +602,7 @@ mod tests {
     /// shared-store handle lost the deleted child's event and then every later one (#11).
     #[tokio::test]
     async fn a_burst_with_deletions_loses_no_trigger() {
-        let mut router = Router::default();
+        let router = Router::default();
         let mut triggers = router.subscribe("kubeflow.org/v1", "TFJob");
         let events = futures::stream::iter([
             Ok(watcher::Event::Apply(pod("a-worker-0", "a"))),

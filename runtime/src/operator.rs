@@ -11,7 +11,7 @@ use kube::CustomResourceExt;
 use crate::client::{self, RateLimit};
 use crate::controller::ControllerConfig;
 use crate::error::{Error, Result};
-use crate::framework::{Framework, TrainingJob};
+use crate::framework::Framework;
 use crate::manager::{LeaderElection, Manager, ManagerConfig};
 use crate::webhook::{Endpoint, Policy, WebhookConfig, WebhookOptions};
 
@@ -228,8 +228,8 @@ where
 {
     init_logging("info,kube_client::client::builder=off");
     let framework = F::default();
-    let info = <F::Job as TrainingJob>::framework_info();
-    let kind = <F::Job as kube::Resource>::kind(&());
+    let info = framework.info().clone();
+    let kind = <F::Job as kube::Resource>::kind(&framework.job_type()).into_owned();
     let command = SingleCli::command().about(format!("The {kind} operator"));
     let parsed = SingleCli::from_arg_matches(&command.get_matches());
     let cli = match parsed {

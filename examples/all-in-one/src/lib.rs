@@ -2,6 +2,8 @@
 //! the sample jobs the demo (`examples/demo`), the tests and the benchmark submit.
 use std::collections::BTreeSet;
 
+use futures::FutureExt;
+use kfop_runtime::dynamic::LoaderConfig;
 use kfop_runtime::manager::Manager;
 
 pub mod crds;
@@ -20,6 +22,11 @@ pub struct Flags {
     /// kubectl in for kubexec.sh (training-operator's flag of the same name)
     #[arg(long, default_value = mpi_operator::v1::DEFAULT_KUBECTL_DELIVERY_IMAGE)]
     pub mpi_kubectl_delivery_image: String,
+    /// Serve job kinds registered at run time by Framework resources (kfop.dev/v1alpha1):
+    /// install their CRDs (RBAC: the optional kfop-operator-runtime-frameworks ClusterRole) and
+    /// run their controllers; `false` refuses every Framework with a condition saying so
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub runtime_frameworks: bool,
 }
 
 impl Flags {
@@ -34,6 +41,20 @@ pub fn register(manager: Manager, enabled: &BTreeSet<Scheme>) -> Manager {
     enabled
         .iter()
         .fold(manager, |manager, scheme| scheme.register(manager))
+}
+
+/// Adds the loader of run-time frameworks (`Framework` resources), enabled or refusing as
+/// `enabled` says.
+pub fn load_frameworks(manager: Manager, enabled: bool) -> Manager {
+    let config = LoaderConfig {
+        enabled,
+        // No Framework may take over a bundled kind, enabled or not.
+        compiled: Scheme::ALL
+            .iter()
+            .filter_map(|(_, s)| s.crd_without_conversion().metadata.name)
+            .collect(),
+    };
+    manager.on_start(move |registry| kfop_runtime::dynamic::run_loader(registry, config).boxed())
 }
 
 /// A command's output proper, to stdout (logs go to stderr).

@@ -10,7 +10,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use kfop_operator::{Flags, crds, deploy, register, say, schemes};
+use kfop_operator::{Flags, crds, deploy, load_frameworks, register, say, schemes};
 use kfop_runtime::operator::run;
 
 #[derive(Debug, Parser)]
@@ -58,9 +58,12 @@ async fn main() -> ExitCode {
             .map_err(|e| e.to_string()),
         None => {
             cli.flags.configure_frameworks();
-            run(&cli.flags.operator, "kfop-operator", |m| register(m, &enabled))
-                .await
-                .map_err(|e| e.to_string())
+            let runtime_frameworks = cli.flags.runtime_frameworks;
+            run(&cli.flags.operator, "kfop-operator", |m| {
+                load_frameworks(register(m, &enabled), runtime_frameworks)
+            })
+            .await
+            .map_err(|e| e.to_string())
         }
     };
     match result {

@@ -142,7 +142,7 @@ pub fn owned_object(
         name: Some(name),
         namespace: job.namespace(),
         labels: Some(labels),
-        owner_references: Some(vec![owner_reference(job)]),
+        owner_references: Some(vec![owner_reference(job, &())]),
         ..ObjectMeta::default()
     };
     DesiredObject::new(

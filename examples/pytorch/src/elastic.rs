@@ -33,7 +33,7 @@ pub fn desired_objects(ctx: &JobContext<'_, PyTorchJob>) -> Result<Vec<DesiredOb
     };
     let mut hpa = DynamicObject::new(&name, &kind).within(&job.namespace().unwrap_or_default());
     hpa.metadata.labels = Some(job_labels(&PyTorchJob::framework_info().controller_name, &name));
-    hpa.metadata.owner_references = Some(vec![owner_reference(job)]);
+    hpa.metadata.owner_references = Some(vec![owner_reference(job, &())]);
     hpa.data = json!({ "spec": {
         "scaleTargetRef": {
             "apiVersion": PyTorchJob::api_version(&()),

@@ -60,7 +60,7 @@ pub async fn apply<F: Framework>(ctx: &Context<F>, job: &F::Job, plan: Plan) -> 
 
     let mut status_stored = true;
     if let Some(status) = &plan.status {
-        let jobs: Api<F::Job> = Api::namespaced(ctx.client.clone(), &ns);
+        let jobs: Api<F::Job> = Api::all_with(ctx.client.clone(), &ctx.framework.job_type()).constrain(&ns);
         let patch = json!({ "status": status });
         match jobs
             .patch_status(&job.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
@@ -80,7 +80,7 @@ pub async fn apply<F: Framework>(ctx: &Context<F>, job: &F::Job, plan: Plan) -> 
     }
 
     if plan.delete_job {
-        let jobs: Api<F::Job> = Api::namespaced(ctx.client.clone(), &ns);
+        let jobs: Api<F::Job> = Api::all_with(ctx.client.clone(), &ctx.framework.job_type()).constrain(&ns);
         let deleted = match jobs.delete(&job.name_any(), &DeleteParams::background()).await {
             Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
             other => other.map(|_| ()),
@@ -420,7 +420,7 @@ fn publish<J: TrainingJob>(ctx: &Context<impl Framework<Job = J>>, job: &J, even
         return;
     }
     let writer = ctx.events.clone();
-    let regarding = job.object_ref(&());
+    let regarding = job.object_ref(&ctx.framework.job_type());
     let parallelism = ctx.config.parallelism;
     tokio::spawn(async move {
         stream::iter(events)

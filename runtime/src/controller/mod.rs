@@ -137,7 +137,7 @@ fn plan_job<F: Framework>(ctx: &Context<F>, job: &F::Job) -> Result<crate::plan:
     name = "reconcile",
     skip_all,
     fields(
-        kind = %<F::Job as kube::Resource>::kind(&()),
+        kind = %<F::Job as kube::Resource>::kind(&ctx.framework.job_type()),
         namespace = job.namespace().unwrap_or_default(),
         job = %job.name_any(),
     )
@@ -252,19 +252,19 @@ fn resync_once<F: Framework>(
 }
 
 /// Fails with a hint when the framework's CRD is not installed.
-pub async fn check_crd<F: Framework>(api: &Api<F::Job>) -> Result<()> {
+pub async fn check_crd<F: Framework>(framework: &F, api: &Api<F::Job>) -> Result<()> {
     api.list(&ListParams::default().limit(1))
         .await
         .map(|_| ())
         .map_err(|source| Error::CrdMissing {
-            kind: <F::Job as kube::Resource>::kind(&()).into_owned(),
+            kind: <F::Job as kube::Resource>::kind(&framework.job_type()).into_owned(),
             source,
         })
 }
 
 /// The reference the controller's queue uses for `owner`.
-fn job_ref<K: kube::Resource<DynamicType = ()>>(owner: Owner) -> ObjectRef<K> {
-    let reference = ObjectRef::new(&owner.name);
+fn job_ref<K: kube::Resource>(owner: Owner, job_type: K::DynamicType) -> ObjectRef<K> {
+    let reference = ObjectRef::new_with(&owner.name, job_type);
     match owner.namespace {
         Some(ns) => reference.within(&ns),
         None => reference,
@@ -278,15 +278,17 @@ pub async fn run<F: Framework>(
     children: Triggers,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) -> Result<()> {
+    let job_type = ctx.framework.job_type();
     let jobs: Api<F::Job> = match &ctx.config.namespace {
-        Some(ns) => Api::namespaced(ctx.client.clone(), ns),
-        None => Api::all(ctx.client.clone()),
+        Some(ns) => Api::all_with(ctx.client.clone(), &job_type).constrain(ns),
+        None => Api::all_with(ctx.client.clone(), &job_type),
     };
-    check_crd::<F>(&jobs).await?;
+    check_crd(ctx.framework.as_ref(), &jobs).await?;
     let name = ctx.framework.info().controller_name.clone();
     tracing::info!(controller = %name, "starting");
     ctx.metrics.controller_started(&name);
-    let (reader, writer) = reflector::store();
+    let writer = reflector::store::Writer::new(job_type.clone());
+    let reader = writer.as_reader();
     let on_job = ctx.clone();
     let job_events = crate::relist::settled(
         reflector(
@@ -302,7 +304,7 @@ pub async fn run<F: Framework>(
     let on_trigger = ctx.clone();
     let triggers = futures::stream::select(children, resync_rx).map(move |owner| {
         on_trigger.activity.triggered(&owner, Instant::now());
-        job_ref::<F::Job>(owner)
+        job_ref::<F::Job>(owner, job_type.clone())
     });
     let resyncs = resync(ctx.clone(), reader.clone(), resync_tx);
     let controller = Controller::for_stream(job_events, reader)

@@ -44,10 +44,11 @@ impl Owner {
 /// What one controller receives: the owners of children that changed.
 pub type Triggers = UnboundedReceiver<Owner>;
 
-/// The controllers' subscriptions, by the job kind each reconciles.
+/// The controllers' subscriptions, by the job kind each reconciles. Controllers subscribe while
+/// the watches run (frameworks registered at run time); a stopped one's route is dropped.
 #[derive(Debug, Default)]
 pub struct Router {
-    routes: Vec<Route>,
+    routes: std::sync::RwLock<Vec<Route>>,
 }
 
 #[derive(Debug)]
@@ -59,9 +60,14 @@ struct Route {
 
 impl Router {
     /// Subscribes the controller of jobs of `api_version`/`kind`.
-    pub fn subscribe(&mut self, api_version: &str, kind: &str) -> Triggers {
+    pub fn subscribe(&self, api_version: &str, kind: &str) -> Triggers {
         let (sender, receiver) = unbounded();
-        self.routes.push(Route {
+        let mut routes = self
+            .routes
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        routes.retain(|r| !r.sender.is_closed());
+        routes.push(Route {
             api_version: api_version.to_owned(),
             kind: kind.to_owned(),
             sender,
@@ -72,7 +78,11 @@ impl Router {
     /// Sends the owner of the child with `meta` to the controller of its kind (a child has at
     /// most one controller; children of kinds nobody here reconciles are dropped).
     pub fn route(&self, meta: &ObjectMeta) {
-        for route in &self.routes {
+        let routes = self
+            .routes
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for route in routes.iter() {
             if let Some(owner) = Owner::controlling(meta, &route.api_version, &route.kind) {
                 // A closed receiver is a controller that has stopped; nothing is left to tell.
                 let _ = route.sender.unbounded_send(owner);
@@ -105,7 +115,7 @@ mod tests {
 
     #[tokio::test]
     async fn children_reach_only_their_controllers_kind() {
-        let mut router = Router::default();
+        let router = Router::default();
         let mut pytorch = router.subscribe("kubeflow.org/v1", "PyTorchJob");
         let mut tf = router.subscribe("kubeflow.org/v1", "TFJob");
         router.route(&child("TFJob", true));
@@ -128,7 +138,7 @@ mod tests {
 
     #[test]
     fn a_stopped_controller_does_not_stop_routing() {
-        let mut router = Router::default();
+        let router = Router::default();
         drop(router.subscribe("kubeflow.org/v1", "TFJob"));
         let mut alive = router.subscribe("kubeflow.org/v1", "TFJob");
         router.route(&child("TFJob", true));

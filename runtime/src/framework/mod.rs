@@ -25,10 +25,17 @@ use crate::api::{JobStatus, ReplicaSpec, RunPolicy};
 pub use crate::info::{FrameworkInfo, FrameworkPort, Role};
 use crate::policy::SuccessPolicy;
 
+/// What identifies a job kind to kube's typed APIs: `()` for a compiled kind, the kind's
+/// [`kube::api::ApiResource`] for one registered at run time ([`crate::dynamic`]).
+/// `Default` is the compiled kind's only value; a run-time framework always says its own.
+pub trait JobType: Clone + Default + Eq + std::hash::Hash + Debug + Unpin + Send + Sync + 'static {}
+
+impl<T: Clone + Default + Eq + std::hash::Hash + Debug + Unpin + Send + Sync + 'static> JobType for T {}
+
 /// A training-job custom resource: a spec with replica specs and a run policy, and a status.
 /// `kfop-derive` implements it; hand-written types can too.
 pub trait TrainingJob:
-    Resource<DynamicType = (), Scope = NamespaceResourceScope>
+    Resource<DynamicType: JobType, Scope = NamespaceResourceScope>
     + Clone
     + Debug
     + Serialize
@@ -38,7 +45,8 @@ pub trait TrainingJob:
     + 'static
 {
     /// The static facts of this job kind: controller and framework names, roles, default
-    /// container and port. `kfop-derive` generates it from the attribute.
+    /// container and port. `kfop-derive` generates it from the attribute; a kind registered at
+    /// run time has none of its own (its framework's [`Framework::info`] holds them).
     fn framework_info() -> &'static FrameworkInfo;
 
     /// The replica specs keyed by replica type, as the user wrote them.
@@ -132,6 +140,12 @@ pub trait Framework: Send + Sync + 'static {
     /// The framework's static facts; by default those of its job kind.
     fn info(&self) -> &FrameworkInfo {
         <Self::Job as TrainingJob>::framework_info()
+    }
+
+    /// The job kind's dynamic type: `()` for a compiled kind (the default), the kind's API
+    /// resource for one registered at run time.
+    fn job_type(&self) -> <Self::Job as Resource>::DynamicType {
+        Default::default()
     }
 
     /// Whether the pod of `role`/`index` is the job's master (labelled `job-role=master`).

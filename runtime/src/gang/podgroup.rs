@@ -60,13 +60,13 @@ pub struct JobRef {
 
 impl JobRef {
     /// The job's identity, and the job as controlling owner.
-    pub fn of<K: Resource<DynamicType = ()>>(job: &K, controller_name: &str) -> Self {
+    pub fn of<K: Resource>(job: &K, job_type: &K::DynamicType, controller_name: &str) -> Self {
         Self {
             name: job.name_any(),
             namespace: job.namespace(),
             annotations: job.annotations().clone(),
             controller_name: controller_name.to_owned(),
-            owner: labels::owner_reference(job),
+            owner: labels::owner_reference(job, job_type),
         }
     }
 }

@@ -39,7 +39,7 @@ fn job_ref() -> JobRef {
     let mut job = crate::testing::job("ns", "train", &[]);
     job.metadata.uid = Some("uid-1".to_owned());
     job.metadata.annotations = Some(BTreeMap::from([("note".to_owned(), "kept".to_owned())]));
-    JobRef::of(&job, "testjob-controller")
+    JobRef::of(&job, &(), "testjob-controller")
 }
 
 fn policy(scheduling: SchedulingPolicy) -> RunPolicy {

@@ -60,7 +60,7 @@ pub fn build_pod<F: Framework>(
             namespace: job.namespace(),
             labels: Some(labels),
             annotations: meta.annotations,
-            owner_references: Some(vec![owner_reference(job)]),
+            owner_references: Some(vec![owner_reference(job, &framework.job_type())]),
             ..ObjectMeta::default()
         },
         spec: Some(pod_spec),
@@ -77,6 +77,7 @@ pub fn build_pod<F: Framework>(
 pub fn build_service<J: TrainingJob>(
     info: &crate::framework::FrameworkInfo,
     job: &J,
+    job_type: &J::DynamicType,
     spec: &ReplicaSpec,
     role: &str,
     index: i32,
@@ -108,7 +109,7 @@ pub fn build_service<J: TrainingJob>(
             name: Some(labels::child_name(&name, role, index)),
             namespace: job.namespace(),
             labels: Some(labels.clone()),
-            owner_references: Some(vec![owner_reference(job)]),
+            owner_references: Some(vec![owner_reference(job, job_type)]),
             ..ObjectMeta::default()
         },
         spec: Some(ServiceSpec {

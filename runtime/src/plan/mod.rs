@@ -193,7 +193,8 @@ pub fn plan<F: Framework>(
     observed: &Observed,
     now: &Time,
 ) -> Result<Plan, PlanError> {
-    let kind = <F::Job as kube::Resource>::kind(&());
+    let job_type = framework.job_type();
+    let kind = <F::Job as kube::Resource>::kind(&job_type);
     let old = job.status().cloned().unwrap_or_default();
     let mut d = Draft {
         kind: &kind,
@@ -231,7 +232,7 @@ pub fn plan<F: Framework>(
     if let Some(kind) = scheduler.pod_group_api_resource() {
         // A PodGroup lives while the job runs; finishing or suspending deletes it.
         if phase == JobPhase::Active {
-            let job_ref = JobRef::of(job, &framework.info().controller_name);
+            let job_ref = JobRef::of(job, &job_type, &framework.info().controller_name);
             let current = find(&observed.objects, &kind, &d.name);
             let priorities = &observed.scheduling.priority_classes;
             if let Some(group) =

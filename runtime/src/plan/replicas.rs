@@ -115,9 +115,14 @@ pub(super) fn reconcile<F: Framework>(
                 .collect();
             let existing: BTreeSet<i32> = services.iter().filter_map(|s| index_of(s.as_ref())).collect();
             for index in (0..replicas).filter(|i| !existing.contains(i)) {
-                d.plan
-                    .create_services
-                    .push(build_service(info, job, spec, role, index));
+                d.plan.create_services.push(build_service(
+                    info,
+                    job,
+                    &framework.job_type(),
+                    spec,
+                    role,
+                    index,
+                ));
             }
             for service in services
                 .iter()

@@ -73,6 +73,7 @@ fn service(job: &TestJob, role: &str, index: i32) -> Arc<Service> {
     Arc::new(build_service(
         &TestFramework::default().info,
         job,
+        &(),
         &specs[role],
         role,
         index,

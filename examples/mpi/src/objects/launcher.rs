@@ -72,7 +72,7 @@ pub fn pod_template(job: &MPIJob, spec: &ReplicaSpec) -> Result<PodTemplateSpec,
     labels.insert(OPERATOR_NAME.to_owned(), "mpi-operator".to_owned());
     labels.insert(JOB_NAME.to_owned(), name.clone());
     labels.insert(JOB_ROLE.to_owned(), "launcher".to_owned());
-    metadata.owner_references = Some(vec![owner_reference(job)]);
+    metadata.owner_references = Some(vec![owner_reference(job, &())]);
     let pod = template.spec.get_or_insert_with(PodSpec::default);
     set_host(pod, format!("{name}-launcher"), &name);
     let vars = launcher_env(extra.implementation(), extra.slots(), extra.launcher_as_worker());

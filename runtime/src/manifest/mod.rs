@@ -1,9 +1,13 @@
 //! A framework as data: what `kfop gen` writes from `kfop.yaml` (environment, success rules,
-//! status function, master pods, owned kinds), read by the generic framework in [`crate::hooks`].
+//! status function, master pods, owned kinds), read by the generic framework in [`crate::hooks`];
+//! [`model`] is `kfop.yaml` itself, parsed and validated.
 use kube::api::ApiResource;
+
+pub mod model;
 
 use crate::env::{EnvSpec, TemplateError};
 use crate::framework::TrainingJob;
+use crate::info::FrameworkInfo;
 use crate::policy::SuccessPolicy;
 
 /// The manifest of one framework, as the runtime uses it.
@@ -67,4 +71,15 @@ pub trait Manifest: Send + Sync + 'static {
     type Job: TrainingJob;
 
     fn manifest(&self) -> &FrameworkManifest;
+
+    /// The framework's static facts; by default those of its compiled job kind. A framework
+    /// registered at run time says its own.
+    fn info(&self) -> &FrameworkInfo {
+        <Self::Job as TrainingJob>::framework_info()
+    }
+
+    /// The job kind's dynamic type (see [`crate::framework::Framework::job_type`]).
+    fn job_type(&self) -> <Self::Job as kube::Resource>::DynamicType {
+        Default::default()
+    }
 }

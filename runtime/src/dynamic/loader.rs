@@ -1,0 +1,330 @@
+//! Watches `Framework` resources and keeps one controller per valid one: validates the manifest
+//! (the validator `kfop gen` runs), installs its CRD, waits until the API server serves it,
+//! starts its controller through the manager's [`Registry`], and reports `Accepted` and `Ready`.
+//! A changed Framework replaces its controller; a deleted one stops it and leaves the CRD and
+//! its jobs (unless [`super::REMOVE_CRD_ANNOTATION`] says otherwise). An invalid change keeps the
+//! previous generation running and says why it was refused.
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, ResourceExt};
+use serde_json::json;
+
+use super::resource::{Framework, FrameworkCondition, FrameworkStatus, REMOVE_CRD_ANNOTATION};
+use super::{DynamicError, RuntimeFramework, crd};
+use crate::manager::{Registry, Running};
+use crate::manifest::model::{self, Model};
+
+/// How the loader treats Frameworks.
+#[derive(Debug, Clone, Default)]
+pub struct LoaderConfig {
+    /// Whether Frameworks may install CRDs and start controllers (`--runtime-frameworks`); when
+    /// not, each one is refused with a condition saying so.
+    pub enabled: bool,
+    /// The CRD names (`<plural>.<group>`) of the kinds compiled into this operator, which no
+    /// Framework may take over.
+    pub compiled: Vec<String>,
+}
+
+/// How long a freshly applied CRD may take to be served.
+const ESTABLISH_TIMEOUT: Duration = Duration::from_secs(30);
+const FIELD_MANAGER: &str = "kfop-frameworks";
+/// How often the loader looks for the Framework CRD while it is missing.
+const CRD_RETRY: Duration = Duration::from_secs(10);
+
+/// A Framework whose controller runs.
+struct Loaded {
+    generation: Option<i64>,
+    crd_name: String,
+    running: Running,
+}
+
+/// Runs the loader until the Framework watch ends.
+pub async fn run(registry: Registry, config: LoaderConfig) -> crate::Result<()> {
+    let client = registry.client().clone();
+    let frameworks: Api<Framework> = Api::all(client.clone());
+    // Without the Framework CRD (or the right to read it) the operator runs its compiled kinds
+    // as before; it looks again now and then, so installing the CRD later needs no restart.
+    let mut warned = false;
+    while let Err(e) = frameworks.list(&ListParams::default().limit(1)).await {
+        if !warned {
+            tracing::warn!(error = %DynamicError::FrameworkCrdMissing(e), "run-time frameworks are off until it is");
+            warned = true;
+        }
+        tokio::time::sleep(CRD_RETRY).await;
+    }
+    let mut loader = Loader {
+        registry,
+        config,
+        frameworks: frameworks.clone(),
+        crds: Api::all(client),
+        loaded: HashMap::new(),
+    };
+    let mut seen = HashSet::new();
+    let mut events = watcher(frameworks, watcher::Config::default())
+        .default_backoff()
+        .boxed();
+    while let Some(event) = events.next().await {
+        match event {
+            Ok(watcher::Event::Init) => seen.clear(),
+            Ok(watcher::Event::InitApply(framework) | watcher::Event::Apply(framework)) => {
+                seen.insert(framework.name_any());
+                loader.apply(&framework).await;
+            }
+            Ok(watcher::Event::InitDone) => {
+                let gone: Vec<String> = loader
+                    .loaded
+                    .keys()
+                    .filter(|name| !seen.contains(*name))
+                    .cloned()
+                    .collect();
+                for name in gone {
+                    loader.stop(&name).await;
+                }
+            }
+            Ok(watcher::Event::Delete(framework)) => loader.delete(&framework).await,
+            Err(e) => tracing::warn!(error = %e, "watching Frameworks"),
+        }
+    }
+    Ok(())
+}
+
+struct Loader {
+    registry: Registry,
+    config: LoaderConfig,
+    frameworks: Api<Framework>,
+    crds: Api<CustomResourceDefinition>,
+    loaded: HashMap<String, Loaded>,
+}
+
+/// Why a Framework is not served: the condition's reason and message.
+struct Refusal {
+    accepted: bool,
+    reason: &'static str,
+    message: String,
+}
+
+impl Refusal {
+    fn invalid(message: impl Into<String>) -> Self {
+        Self {
+            accepted: false,
+            reason: "InvalidManifest",
+            message: message.into(),
+        }
+    }
+}
+
+impl Loader {
+    #[tracing::instrument(name = "framework", skip_all, fields(framework = %framework.name_any()))]
+    async fn apply(&mut self, framework: &Framework) {
+        let name = framework.name_any();
+        let generation = framework.metadata.generation;
+        if let Some(loaded) = self.loaded.get(&name)
+            && loaded.generation == generation
+            && !loaded.running.is_finished()
+        {
+            return;
+        }
+        let outcome = match self.check(framework) {
+            Ok((model, runtime)) => self.serve(&name, generation, &model, runtime).await,
+            Err(refusal) => Err(refusal),
+        };
+        let conditions = match outcome {
+            Ok(message) => {
+                tracing::info!(%message, "framework ready");
+                vec![
+                    FrameworkCondition::new("Accepted", true, "Valid", "the manifest is valid"),
+                    FrameworkCondition::new("Ready", true, "Serving", message),
+                ]
+            }
+            Err(refusal) => {
+                tracing::warn!(reason = refusal.reason, message = %refusal.message, "framework refused");
+                let previous = self.loaded.get(&name).filter(|l| !l.running.is_finished());
+                let ready = match previous {
+                    Some(l) => FrameworkCondition::new(
+                        "Ready",
+                        true,
+                        "PreviousGeneration",
+                        format!(
+                            "still serving {} as generation {:?} said",
+                            l.crd_name, l.generation
+                        ),
+                    ),
+                    None => FrameworkCondition::new("Ready", false, refusal.reason, refusal.message.clone()),
+                };
+                vec![
+                    FrameworkCondition::new("Accepted", refusal.accepted, refusal.reason, refusal.message),
+                    ready,
+                ]
+            }
+        };
+        let status = FrameworkStatus {
+            observed_generation: generation,
+            conditions,
+        };
+        if let Err(e) = self
+            .frameworks
+            .patch_status(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "status": status })),
+            )
+            .await
+        {
+            tracing::warn!(error = %e, "could not write the Framework's status");
+        }
+    }
+
+    /// Validates the manifest and whether it may run here.
+    fn check(&self, framework: &Framework) -> Result<(Model, RuntimeFramework), Refusal> {
+        let name = framework.name_any();
+        let document = json!({
+            "apiVersion": model::API_VERSION,
+            "kind": model::KIND,
+            "metadata": { "name": name },
+            "spec": framework.spec.fields,
+        });
+        // JSON is YAML: the manifest validator reads it as it reads kfop.yaml.
+        let text = serde_json::to_string_pretty(&document).map_err(|e| Refusal::invalid(e.to_string()))?;
+        let model = model::parse(&text, Path::new(&format!("frameworks/{name}")))
+            .map_err(|e| Refusal::invalid(e.to_string()))?;
+        let runtime = RuntimeFramework::from_model(&model).map_err(|e| Refusal::invalid(e.to_string()))?;
+        let crd_name = format!("{}.{}", model.plural, model.group);
+        let refuse = |reason, message: String| Refusal {
+            accepted: false,
+            reason,
+            message,
+        };
+        if !self.config.enabled {
+            return Err(refuse(
+                "Disabled",
+                "this operator runs with --runtime-frameworks=false: it installs no CRDs for Frameworks"
+                    .to_owned(),
+            ));
+        }
+        if self.registry.gang_scheduling() {
+            return Err(refuse(
+                "Unsupported",
+                "gang scheduling is on, and a run-time framework's PodGroups are not watched yet: compile it with `kfop gen`".to_owned(),
+            ));
+        }
+        if self.config.compiled.contains(&crd_name) {
+            return Err(refuse(
+                "KindTaken",
+                format!("{crd_name} is compiled into this operator; choose another group or kind"),
+            ));
+        }
+        if let Some((other, _)) = self
+            .loaded
+            .iter()
+            .find(|(other, l)| **other != name && l.crd_name == crd_name)
+        {
+            return Err(refuse(
+                "KindTaken",
+                format!(
+                    "{crd_name} is already served for Framework {other}; delete that one or choose another kind"
+                ),
+            ));
+        }
+        Ok((model, runtime))
+    }
+
+    /// Installs the CRD, waits until it is served, and (re)starts the controller.
+    async fn serve(
+        &mut self,
+        name: &str,
+        generation: Option<i64>,
+        model: &Model,
+        runtime: RuntimeFramework,
+    ) -> Result<String, Refusal> {
+        let not_ready = |message: String| Refusal {
+            accepted: true,
+            reason: "CrdNotEstablished",
+            message,
+        };
+        let definition = crd(model).map_err(|e| not_ready(format!("building the CRD: {e}")))?;
+        let crd_name = definition.name_any();
+        self.crds
+            .patch(
+                &crd_name,
+                &PatchParams::apply(FIELD_MANAGER).force(),
+                &Patch::Apply(&definition),
+            )
+            .await
+            .map_err(|e| not_ready(format!("installing {crd_name}: {e}")))?;
+        self.wait_established(&crd_name).await.map_err(not_ready)?;
+        if let Some(previous) = self.loaded.remove(name)
+            && let Err(e) = previous.running.stop().await
+        {
+            tracing::warn!(error = %e, "the previous controller ended with an error");
+        }
+        let running = self.registry.start(runtime);
+        self.loaded.insert(
+            name.to_owned(),
+            Loaded {
+                generation,
+                crd_name: crd_name.clone(),
+                running,
+            },
+        );
+        Ok(format!("{crd_name} is served and its controller runs"))
+    }
+
+    async fn wait_established(&self, crd_name: &str) -> Result<(), String> {
+        let deadline = tokio::time::Instant::now() + ESTABLISH_TIMEOUT;
+        loop {
+            let crd = self
+                .crds
+                .get(crd_name)
+                .await
+                .map_err(|e| format!("reading {crd_name}: {e}"))?;
+            let conditions = crd.status.and_then(|s| s.conditions).unwrap_or_default();
+            if conditions
+                .iter()
+                .any(|c| c.type_ == "Established" && c.status == "True")
+            {
+                return Ok(());
+            }
+            if let Some(c) = conditions
+                .iter()
+                .find(|c| c.type_ == "NamesAccepted" && c.status == "False")
+            {
+                return Err(format!("{crd_name}: {}", c.message.clone().unwrap_or_default()));
+            }
+            if tokio::time::Instant::now() > deadline {
+                return Err(format!(
+                    "{crd_name} was not established within {ESTABLISH_TIMEOUT:?}"
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    async fn stop(&mut self, name: &str) -> Option<String> {
+        let loaded = self.loaded.remove(name)?;
+        tracing::info!(framework = name, crd = %loaded.crd_name, "stopping the controller");
+        if let Err(e) = loaded.running.stop().await {
+            tracing::warn!(framework = name, error = %e, "the controller ended with an error");
+        }
+        Some(loaded.crd_name)
+    }
+
+    async fn delete(&mut self, framework: &Framework) {
+        let name = framework.name_any();
+        let Some(crd_name) = self.stop(&name).await else {
+            return;
+        };
+        let remove = framework
+            .annotations()
+            .get(REMOVE_CRD_ANNOTATION)
+            .is_some_and(|v| v == "true");
+        if remove && let Err(e) = self.crds.delete(&crd_name, &DeleteParams::background()).await {
+            tracing::warn!(framework = %name, crd = %crd_name, error = %e, "could not delete the CRD");
+        }
+    }
+}

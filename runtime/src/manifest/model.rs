@@ -1,0 +1,883 @@
+//! The framework manifest (`kfop.yaml`): parsing with source positions, and validation into a
+//! [`Model`] that `kfop gen` renders and the operator loads at run time. Every error is one line: `file:line:column: field: problem; fix`.
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::env::Template;
+use heck::{ToSnakeCase, ToUpperCamelCase};
+use serde::Deserialize;
+use serde_saphyr::Spanned;
+
+pub const API_VERSION: &str = "kfop.dev/v1alpha1";
+pub const KIND: &str = "Framework";
+pub const FILE_NAME: &str = "kfop.yaml";
+
+/// A manifest problem, pointing at the line and field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct ManifestError {
+    pub file: PathBuf,
+    pub line: usize,
+    pub column: usize,
+    pub field: String,
+    pub message: String,
+}
+
+impl fmt::Display for ManifestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}: ", self.file.display(), self.line, self.column)?;
+        if !self.field.is_empty() {
+            write!(f, "{}: ", self.field)?;
+        }
+        // Messages quote the manifest's values, which may hold line breaks: escape them so the
+        // error stays one line.
+        for c in self.message.chars() {
+            if c.is_control() {
+                write!(f, "{}", c.escape_debug())?;
+            } else {
+                write!(f, "{c}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+type S<T> = Spanned<T>;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Raw {
+    api_version: S<String>,
+    kind: S<String>,
+    metadata: RawMetadata,
+    spec: RawSpec,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMetadata {
+    name: S<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawSpec {
+    group: S<String>,
+    version: S<String>,
+    kind: S<String>,
+    plural: Option<S<String>>,
+    #[serde(default)]
+    short_names: Vec<S<String>>,
+    controller_name: Option<S<String>>,
+    framework_name: Option<S<String>>,
+    replica_specs_field: Option<S<String>>,
+    container: RawContainer,
+    roles: S<Vec<RawRole>>,
+    scale: Option<S<String>>,
+    #[serde(default)]
+    resources: Vec<S<String>>,
+    #[serde(default)]
+    env: Vec<RawEnv>,
+    #[serde(default)]
+    success: Vec<RawSuccess>,
+    status: Option<RawStatus>,
+    master_pods: Option<S<String>>,
+    #[serde(default)]
+    hooks: bool,
+    /// Spec fields besides the replica specs that the generated end-to-end test's job sets.
+    #[serde(default)]
+    test_job: serde_json::Map<String, serde_json::Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawStatus {
+    rule: Option<S<String>>,
+    leader: Option<S<String>>,
+    followers: Option<S<String>>,
+    subject: Option<S<String>>,
+    #[serde(default)]
+    exit_code_restart_events: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawContainer {
+    name: S<String>,
+    port_name: Option<S<String>>,
+    port: Option<S<i64>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawRole {
+    name: S<String>,
+    #[serde(default)]
+    master: bool,
+    restart_policy: Option<S<String>>,
+    min_replicas: Option<S<i32>>,
+    max_replicas: Option<S<i32>>,
+    default_replicas: Option<S<i32>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawEnv {
+    name: S<String>,
+    value: Option<S<String>>,
+    field_ref: Option<S<String>>,
+    #[serde(default)]
+    roles: Vec<S<String>>,
+    #[serde(default)]
+    requires: Vec<S<String>>,
+    #[serde(default)]
+    unless: Vec<S<String>>,
+    index: Option<S<i32>>,
+    containers: Option<S<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawSuccess {
+    all_of: Option<S<String>>,
+    any_of: Option<S<String>>,
+    index_zero_of: Option<S<String>>,
+}
+
+/// The validated manifest: everything the templates need, in plain values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Model {
+    /// `metadata.name`, e.g. `foo`; the crate is `<name>-operator`.
+    pub name: String,
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub plural: String,
+    pub short_names: Vec<String>,
+    pub controller_name: String,
+    pub framework_name: String,
+    /// JSON name of the replica-specs map, e.g. `fooReplicaSpecs`; its Rust field in snake case.
+    pub replica_specs_field: String,
+    pub replica_specs_rust: String,
+    pub container: String,
+    /// The default port's name and number, if any.
+    pub port: Option<(String, i32)>,
+    pub roles: Vec<RoleModel>,
+    pub scale: Option<String>,
+    pub resources: BTreeSet<Resource>,
+    pub env: Vec<EnvModel>,
+    /// Success rules, first role present in the job decides.
+    pub success: Vec<(SuccessKind, String)>,
+    pub status: StatusModel,
+    /// Pod 0 of every role is the master (`masterPods: indexZero`), not the `master` roles.
+    pub master_index_zero: bool,
+    /// `src/hooks.rs` implements the framework's hooks.
+    pub hooks: bool,
+    /// Extra spec fields of the generated test's job, each as (JSON name, JSON value text).
+    pub test_job: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoleModel {
+    pub name: String,
+    pub master: bool,
+    pub restart_policy: String,
+    pub min_replicas: Option<i32>,
+    pub max_replicas: Option<i32>,
+    pub default_replicas: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvModel {
+    pub name: String,
+    /// A template (validated) or a downward-API field path.
+    pub value: Option<String>,
+    pub field_ref: Option<String>,
+    pub roles: Vec<String>,
+    pub requires: Vec<String>,
+    pub unless: Vec<String>,
+    pub index: Option<i32>,
+    pub all_containers: bool,
+}
+
+/// How the job's conditions are set (`spec.status`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StatusModel {
+    SuccessRules {
+        subject: Option<String>,
+        exit_code_restart_events: bool,
+    },
+    LeaderOrFollowers {
+        leader: Option<String>,
+        followers: String,
+    },
+    Hook,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SuccessKind {
+    AllOf,
+    AnyOf,
+    IndexZeroOf,
+}
+
+impl SuccessKind {
+    pub fn variant(self) -> &'static str {
+        match self {
+            Self::AllOf => "AllOf",
+            Self::AnyOf => "AnyOf",
+            Self::IndexZeroOf => "IndexZeroOf",
+        }
+    }
+}
+
+/// Kubernetes objects a framework's operator creates besides its job kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Resource {
+    Pods,
+    Services,
+    ConfigMaps,
+    Secrets,
+    Jobs,
+    PodGroups,
+    HorizontalPodAutoscalers,
+}
+
+impl Resource {
+    const ALL: [(&'static str, Self); 7] = [
+        ("pods", Self::Pods),
+        ("services", Self::Services),
+        ("configmaps", Self::ConfigMaps),
+        ("secrets", Self::Secrets),
+        ("jobs", Self::Jobs),
+        ("podgroups", Self::PodGroups),
+        ("horizontalpodautoscalers", Self::HorizontalPodAutoscalers),
+    ];
+
+    /// The k8s-openapi type of an object the framework's jobs own, under `k8s_openapi::api`;
+    /// `None` for the kinds the engine manages itself (pods, services, PodGroups).
+    /// As (module, type), e.g. `("core::v1", "ConfigMap")`.
+    pub fn owned_type(self) -> Option<(&'static str, &'static str)> {
+        match self {
+            Self::Pods | Self::Services | Self::PodGroups => None,
+            Self::ConfigMaps => Some(("core::v1", "ConfigMap")),
+            Self::Secrets => Some(("core::v1", "Secret")),
+            Self::Jobs => Some(("batch::v1", "Job")),
+            Self::HorizontalPodAutoscalers => Some(("autoscaling::v2", "HorizontalPodAutoscaler")),
+        }
+    }
+
+    /// (API group, resource) pairs the operator needs full access to.
+    pub fn rbac(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Self::Pods => &[("", "pods")],
+            Self::Services => &[("", "services")],
+            Self::ConfigMaps => &[("", "configmaps")],
+            Self::Secrets => &[("", "secrets")],
+            Self::Jobs => &[("batch", "jobs")],
+            Self::PodGroups => &[
+                ("scheduling.volcano.sh", "podgroups"),
+                ("scheduling.x-k8s.io", "podgroups"),
+            ],
+            Self::HorizontalPodAutoscalers => &[("autoscaling", "horizontalpodautoscalers")],
+        }
+    }
+}
+
+const RESTART_POLICIES: [&str; 4] = ["Always", "OnFailure", "Never", "ExitCode"];
+
+struct Checker<'a> {
+    file: &'a Path,
+}
+
+impl Checker<'_> {
+    fn err<T>(&self, at: &S<T>, field: &str, message: impl Into<String>) -> ManifestError {
+        ManifestError {
+            file: self.file.to_owned(),
+            line: at.referenced.line() as usize,
+            column: at.referenced.column() as usize,
+            field: field.to_owned(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Reads and validates the manifest at `path`.
+pub fn load(path: &Path) -> Result<Model, ManifestError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ManifestError {
+        file: path.to_owned(),
+        line: 0,
+        column: 0,
+        field: String::new(),
+        message: format!("cannot read the manifest: {e}; create one with `kfop new` or pass --manifest"),
+    })?;
+    parse(&text, path)
+}
+
+/// Parses and validates manifest text; `file` is only used in messages.
+pub fn parse(text: &str, file: &Path) -> Result<Model, ManifestError> {
+    let raw: Raw = serde_saphyr::from_str(text).map_err(|e| syntax_error(&e, file))?;
+    validate(raw, &Checker { file })
+}
+
+/// The position from the error itself, not its rendering: only errors with a snippet render as
+/// `line L column C: message`; the others (e.g. an empty file) end in `at line L, column C`.
+fn syntax_error(e: &serde_saphyr::Error, file: &Path) -> ManifestError {
+    let (line, column) = e
+        .location()
+        .map_or((0, 0), |at| (at.line() as usize, at.column() as usize));
+    // Without a snippet the rendering is one line, with control characters escaped.
+    let plain = e.render_with_options(serde_saphyr::render_options! {
+        snippets: serde_saphyr::SnippetMode::Off,
+    });
+    let message = plain
+        .strip_suffix(&format!(" at line {line}, column {column}"))
+        .unwrap_or(&plain);
+    ManifestError {
+        file: file.to_owned(),
+        line,
+        column,
+        field: String::new(),
+        message: message.to_owned(),
+    }
+}
+
+fn is_dns_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && s.starts_with(|c: char| c.is_ascii_lowercase())
+        && !s.ends_with('-')
+}
+
+fn is_upper_camel(s: &str) -> bool {
+    s.starts_with(|c: char| c.is_ascii_uppercase()) && s.chars().all(|c| c.is_ascii_alphanumeric())
+}
+
+fn validate(raw: Raw, c: &Checker<'_>) -> Result<Model, ManifestError> {
+    if raw.api_version.value != API_VERSION {
+        return Err(c.err(&raw.api_version, "apiVersion", format!("must be {API_VERSION}")));
+    }
+    if raw.kind.value != KIND {
+        return Err(c.err(&raw.kind, "kind", format!("must be {KIND}")));
+    }
+    let name = &raw.metadata.name;
+    if !is_dns_label(&name.value) {
+        return Err(c.err(
+            name,
+            "metadata.name",
+            "must be lower-case letters, digits and dashes, e.g. `foo`",
+        ));
+    }
+    let spec = raw.spec;
+    if !spec.group.value.split('.').all(is_dns_label) || !spec.group.value.contains('.') {
+        return Err(c.err(
+            &spec.group,
+            "spec.group",
+            "must be a DNS subdomain such as `kubeflow.org`",
+        ));
+    }
+    let version_ok = spec.version.value.strip_prefix('v').is_some_and(|v| {
+        let digits: String = v.chars().take_while(char::is_ascii_digit).collect();
+        let rest = &v[digits.len()..];
+        !digits.is_empty()
+            && (rest.is_empty()
+                || ["alpha", "beta"].iter().any(|p| {
+                    rest.strip_prefix(p)
+                        .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+                }))
+    });
+    if !version_ok {
+        return Err(c.err(
+            &spec.version,
+            "spec.version",
+            "must look like v1, v2beta1 or v1alpha2",
+        ));
+    }
+    let kind = &spec.kind.value;
+    if !is_upper_camel(kind) {
+        return Err(c.err(
+            &spec.kind,
+            "spec.kind",
+            "must be UpperCamelCase letters and digits, e.g. `FooJob`",
+        ));
+    }
+    let plural = match &spec.plural {
+        Some(p) if !is_dns_label(&p.value) => {
+            return Err(c.err(p, "spec.plural", "must be lower-case, e.g. `foojobs`"));
+        }
+        Some(p) => p.value.clone(),
+        None => format!("{}s", kind.to_lowercase()),
+    };
+    for (i, short) in spec.short_names.iter().enumerate() {
+        if !is_dns_label(&short.value) {
+            return Err(c.err(
+                short,
+                &format!("spec.shortNames[{i}]"),
+                "must be lower-case, e.g. `foojob`",
+            ));
+        }
+    }
+    let replica_specs_field = spec.replica_specs_field.as_ref().map_or_else(
+        || format!("{}ReplicaSpecs", name.value.to_snake_case().replace('_', "")),
+        |f| f.value.clone(),
+    );
+    if let Some(f) = &spec.replica_specs_field
+        && !(f.value.starts_with(|ch: char| ch.is_ascii_lowercase())
+            && f.value.chars().all(|ch| ch.is_ascii_alphanumeric()))
+    {
+        return Err(c.err(
+            f,
+            "spec.replicaSpecsField",
+            "must be a lowerCamelCase JSON name, e.g. `fooReplicaSpecs`",
+        ));
+    }
+
+    let container = spec.container;
+    if !is_dns_label(&container.name.value) {
+        return Err(c.err(
+            &container.name,
+            "spec.container.name",
+            "must be a DNS label, e.g. `foo`",
+        ));
+    }
+    let port = validate_port(container.port_name.as_ref(), container.port.as_ref(), c)?;
+
+    let roles = validate_roles(&spec.roles, c)?;
+    let role_names: Vec<&str> = roles.iter().map(|r| r.name.as_str()).collect();
+    let known_role = |s: &S<String>, field: &str| -> Result<String, ManifestError> {
+        role_names
+            .iter()
+            .find(|r| **r == s.value)
+            .map(|r| (*r).to_owned())
+            .ok_or_else(|| {
+                c.err(
+                    s,
+                    field,
+                    format!(
+                        "unknown role `{}`; declared roles are {}",
+                        s.value,
+                        role_names.join(", ")
+                    ),
+                )
+            })
+    };
+    let scale = spec
+        .scale
+        .as_ref()
+        .map(|s| known_role(s, "spec.scale"))
+        .transpose()?;
+
+    let mut resources = BTreeSet::from([Resource::Pods, Resource::Services]);
+    for (i, r) in spec.resources.iter().enumerate() {
+        let found = Resource::ALL
+            .iter()
+            .find(|(n, _)| *n == r.value)
+            .map(|(_, res)| *res);
+        resources.insert(found.ok_or_else(|| {
+            let names: Vec<&str> = Resource::ALL.iter().map(|(n, _)| *n).collect();
+            c.err(
+                r,
+                &format!("spec.resources[{i}]"),
+                format!("unknown resource `{}`; use {}", r.value, names.join(", ")),
+            )
+        })?);
+    }
+
+    let mut env = Vec::new();
+    for (i, e) in spec.env.iter().enumerate() {
+        let field = format!("spec.env[{i}]");
+        let valid_name = e
+            .name
+            .value
+            .starts_with(|ch: char| ch.is_ascii_alphabetic() || ch == '_')
+            && e.name
+                .value
+                .chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || ch == '_');
+        if !valid_name {
+            return Err(c.err(
+                &e.name,
+                &format!("{field}.name"),
+                "must be a C identifier, e.g. `MASTER_ADDR`",
+            ));
+        }
+        match (&e.value, &e.field_ref) {
+            (Some(v), None) => {
+                let template = Template::parse(&v.value, &role_names)
+                    .map_err(|t| c.err(v, &format!("{field}.value"), t.message))?;
+                if template.uses_port() && port.is_none() {
+                    return Err(c.err(
+                        v,
+                        &format!("{field}.value"),
+                        "reads {port.<Role>} but the framework declares no port; add spec.container.portName and port",
+                    ));
+                }
+            }
+            (None, Some(_)) => {}
+            _ => {
+                return Err(c.err(
+                    &e.name,
+                    &field,
+                    "give exactly one of `value` (a template) or `fieldRef`",
+                ));
+            }
+        }
+        let roles_of = |list: &[S<String>], what: &str| -> Result<Vec<String>, ManifestError> {
+            list.iter()
+                .enumerate()
+                .map(|(j, r)| known_role(r, &format!("{field}.{what}[{j}]")))
+                .collect()
+        };
+        let all_containers = match &e.containers {
+            None => true,
+            Some(s) if s.value == "all" => true,
+            Some(s) if s.value == "default" => false,
+            Some(s) => return Err(c.err(s, &format!("{field}.containers"), "must be `all` or `default`")),
+        };
+        if let Some(index) = &e.index
+            && index.value < 0
+        {
+            return Err(c.err(index, &format!("{field}.index"), "must be 0 or more"));
+        }
+        env.push(EnvModel {
+            name: e.name.value.clone(),
+            value: e.value.as_ref().map(|v| v.value.clone()),
+            field_ref: e.field_ref.as_ref().map(|v| v.value.clone()),
+            roles: roles_of(&e.roles, "roles")?,
+            requires: roles_of(&e.requires, "requires")?,
+            unless: roles_of(&e.unless, "unless")?,
+            index: e.index.as_ref().map(|i| i.value),
+            all_containers,
+        });
+    }
+
+    let mut success = Vec::new();
+    for (i, s) in spec.success.iter().enumerate() {
+        let field = format!("spec.success[{i}]");
+        let rule = match (&s.all_of, &s.any_of, &s.index_zero_of) {
+            (Some(r), None, None) => (SuccessKind::AllOf, known_role(r, &format!("{field}.allOf"))?),
+            (None, Some(r), None) => (SuccessKind::AnyOf, known_role(r, &format!("{field}.anyOf"))?),
+            (None, None, Some(r)) => (
+                SuccessKind::IndexZeroOf,
+                known_role(r, &format!("{field}.indexZeroOf"))?,
+            ),
+            _ => {
+                return Err(ManifestError {
+                    file: c.file.to_owned(),
+                    line: 0,
+                    column: 0,
+                    field,
+                    message: "give exactly one of allOf, anyOf or indexZeroOf".into(),
+                });
+            }
+        };
+        success.push(rule);
+    }
+
+    let status = validate_status(
+        spec.status.as_ref(),
+        spec.hooks,
+        !success.is_empty(),
+        &known_role,
+        c,
+    )?;
+    let master_index_zero = match &spec.master_pods {
+        None => false,
+        Some(m) if m.value == "roles" => false,
+        Some(m) if m.value == "indexZero" => true,
+        Some(m) => {
+            return Err(c.err(
+                m,
+                "spec.masterPods",
+                format!(
+                    "`{}` is not `roles` (the master roles' pods) or `indexZero` (pod 0 of every role)",
+                    m.value
+                ),
+            ));
+        }
+    };
+
+    Ok(Model {
+        name: name.value.clone(),
+        group: spec.group.value.clone(),
+        version: spec.version.value.clone(),
+        kind: kind.clone(),
+        plural,
+        short_names: spec.short_names.iter().map(|s| s.value.clone()).collect(),
+        controller_name: spec
+            .controller_name
+            .map_or_else(|| format!("{}-controller", kind.to_lowercase()), |s| s.value),
+        framework_name: spec
+            .framework_name
+            .map_or_else(|| name.value.clone(), |s| s.value),
+        replica_specs_rust: replica_specs_field.to_snake_case(),
+        replica_specs_field,
+        container: container.name.value,
+        port,
+        roles,
+        scale,
+        resources,
+        env,
+        success,
+        status,
+        master_index_zero,
+        hooks: spec.hooks,
+        test_job: spec
+            .test_job
+            .iter()
+            .map(|(k, v)| (k.clone(), v.to_string()))
+            .collect(),
+    })
+}
+
+/// `spec.container.portName` and `port`: both (a named port added to the container) or neither.
+fn validate_port(
+    name: Option<&S<String>>,
+    port: Option<&S<i64>>,
+    c: &Checker<'_>,
+) -> Result<Option<(String, i32)>, ManifestError> {
+    let (name, port) = match (name, port) {
+        (None, None) => return Ok(None),
+        (Some(name), Some(port)) => (name, port),
+        (Some(name), None) => {
+            return Err(c.err(
+                name,
+                "spec.container.port",
+                "portName needs a port number, e.g. `port: 23456`; or remove portName",
+            ));
+        }
+        (None, Some(port)) => {
+            return Err(c.err(
+                port,
+                "spec.container.portName",
+                "port needs a name, e.g. `portName: foo-port`; or remove port",
+            ));
+        }
+    };
+    if !is_dns_label(&name.value) || name.value.len() > 15 {
+        return Err(c.err(
+            name,
+            "spec.container.portName",
+            "must be a DNS label of at most 15 characters (a Kubernetes port name), e.g. `foo-port`",
+        ));
+    }
+    let number = i32::try_from(port.value)
+        .ok()
+        .filter(|p| (1..=65535).contains(p))
+        .ok_or_else(|| {
+            c.err(
+                port,
+                "spec.container.port",
+                format!("{} is not a port; use 1-65535", port.value),
+            )
+        })?;
+    Ok(Some((name.value.clone(), number)))
+}
+
+/// Checks that a role field names a declared role, returning its canonical name.
+type KnownRole<'a> = dyn Fn(&S<String>, &str) -> Result<String, ManifestError> + 'a;
+
+/// `spec.status`: the rule and its fields; success rules only under `successRules`, and a
+/// status hook only with `hooks: true`.
+fn validate_status(
+    raw: Option<&RawStatus>,
+    hooks: bool,
+    has_success: bool,
+    known_role: &KnownRole<'_>,
+    c: &Checker<'_>,
+) -> Result<StatusModel, ManifestError> {
+    let Some(raw) = raw else {
+        return Ok(StatusModel::SuccessRules {
+            subject: None,
+            exit_code_restart_events: false,
+        });
+    };
+    let rule = raw.rule.as_ref().map_or("successRules", |r| r.value.as_str());
+    let only_success_rules = |field: &str, set: bool| -> Result<(), ManifestError> {
+        match (set, &raw.rule) {
+            (true, Some(r)) => Err(c.err(
+                r,
+                &format!("spec.status.{field}"),
+                format!("applies to the `successRules` rule only, not `{rule}`; remove it"),
+            )),
+            _ => Ok(()),
+        }
+    };
+    let no_success = |r: &S<String>| -> Result<(), ManifestError> {
+        if has_success {
+            return Err(c.err(
+                r,
+                "spec.success",
+                format!("the `{rule}` status rule decides success itself; remove spec.success or use rule `successRules`"),
+            ));
+        }
+        Ok(())
+    };
+    let Some(r) = raw.rule.as_ref().filter(|r| r.value != "successRules") else {
+        for (field, given) in [("leader", &raw.leader), ("followers", &raw.followers)] {
+            if let Some(g) = given {
+                return Err(c.err(
+                    g,
+                    &format!("spec.status.{field}"),
+                    "applies to the `leaderOrFollowers` rule only; set `rule: leaderOrFollowers` or remove it",
+                ));
+            }
+        }
+        return Ok(StatusModel::SuccessRules {
+            subject: raw.subject.as_ref().map(|s| s.value.clone()),
+            exit_code_restart_events: raw.exit_code_restart_events,
+        });
+    };
+    if !matches!(rule, "leaderOrFollowers" | "hook") {
+        return Err(c.err(
+            r,
+            "spec.status.rule",
+            format!("`{rule}` is not `successRules`, `leaderOrFollowers` or `hook`"),
+        ));
+    }
+    no_success(r)?;
+    only_success_rules("subject", raw.subject.is_some())?;
+    only_success_rules("exitCodeRestartEvents", raw.exit_code_restart_events)?;
+    if rule == "hook" {
+        if !hooks {
+            return Err(c.err(
+                r,
+                "spec.status.rule",
+                "`hook` needs `hooks: true` in spec: the rule is `Hooks::update_status` in src/hooks.rs",
+            ));
+        }
+        return Ok(StatusModel::Hook);
+    }
+    let followers = raw.followers.as_ref().ok_or_else(|| {
+        c.err(
+            r,
+            "spec.status.followers",
+            "the leaderOrFollowers rule needs the followers' role",
+        )
+    })?;
+    Ok(StatusModel::LeaderOrFollowers {
+        leader: raw
+            .leader
+            .as_ref()
+            .map(|l| known_role(l, "spec.status.leader"))
+            .transpose()?,
+        followers: known_role(followers, "spec.status.followers")?,
+    })
+}
+
+fn validate_roles(roles: &S<Vec<RawRole>>, c: &Checker<'_>) -> Result<Vec<RoleModel>, ManifestError> {
+    if roles.value.is_empty() {
+        return Err(c.err(
+            roles,
+            "spec.roles",
+            "declare at least one role, e.g. `- name: Worker`",
+        ));
+    }
+    let mut out: Vec<RoleModel> = Vec::new();
+    for (i, r) in roles.value.iter().enumerate() {
+        let field = format!("spec.roles[{i}]");
+        let name = &r.name.value;
+        if !is_upper_camel(name) {
+            return Err(c.err(
+                &r.name,
+                &format!("{field}.name"),
+                "must be UpperCamelCase, e.g. `Worker`",
+            ));
+        }
+        if out.iter().any(|o| o.name.eq_ignore_ascii_case(name)) {
+            return Err(c.err(
+                &r.name,
+                &format!("{field}.name"),
+                format!("role `{name}` is declared twice"),
+            ));
+        }
+        let restart_policy = match &r.restart_policy {
+            None => "Never".to_owned(),
+            Some(p) if RESTART_POLICIES.contains(&p.value.as_str()) => p.value.clone(),
+            Some(p) => {
+                return Err(c.err(
+                    p,
+                    &format!("{field}.restartPolicy"),
+                    format!(
+                        "`{}` is not a restart policy; use {}",
+                        p.value,
+                        RESTART_POLICIES.join(", ")
+                    ),
+                ));
+            }
+        };
+        for bound in [&r.min_replicas, &r.max_replicas, &r.default_replicas]
+            .into_iter()
+            .flatten()
+        {
+            if bound.value < 0 {
+                return Err(c.err(bound, &field, "replica counts must be 0 or more"));
+            }
+        }
+        if let (Some(min), Some(max)) = (&r.min_replicas, &r.max_replicas)
+            && min.value > max.value
+        {
+            return Err(c.err(
+                min,
+                &format!("{field}.minReplicas"),
+                format!("minReplicas {} is above maxReplicas {}", min.value, max.value),
+            ));
+        }
+        out.push(RoleModel {
+            name: name.clone(),
+            master: r.master,
+            restart_policy,
+            min_replicas: r.min_replicas.as_ref().map(|v| v.value),
+            max_replicas: r.max_replicas.as_ref().map(|v| v.value),
+            default_replicas: r.default_replicas.as_ref().map_or(1, |v| v.value),
+        });
+    }
+    Ok(out)
+}
+
+/// The manifest `kfop new` writes when none is given: a master and workers, PyTorch-style env.
+pub fn default_manifest(name: &str, group: &str) -> String {
+    let kind = format!("{}Job", name.to_upper_camel_case());
+    let port_name = format!("{}-port", name[..name.len().min(10)].trim_end_matches('-'));
+    format!(
+        "apiVersion: {API_VERSION}
+kind: {KIND}
+metadata:
+  name: {name}
+spec:
+  group: {group}
+  version: v1
+  kind: {kind}
+  shortNames: [{lower}]
+  container:
+    name: {name}
+    portName: {port_name}
+    port: 23456
+  roles:
+    - name: Master
+      master: true
+      restartPolicy: OnFailure
+      minReplicas: 1
+      maxReplicas: 1
+    - name: Worker
+      restartPolicy: OnFailure
+  env:
+    - name: MASTER_ADDR
+      value: \"{{host.Master.0}}\"
+      requires: [Master]
+    - name: MASTER_PORT
+      value: \"{{port.Master}}\"
+      requires: [Master]
+    - name: WORLD_SIZE
+      value: \"{{total_replicas}}\"
+    - name: RANK
+      value: \"{{rank}}\"
+  success:
+    - allOf: Master
+    - allOf: Worker
+",
+        lower = kind.to_lowercase(),
+    )
+}
