@@ -136,6 +136,7 @@ pub fn files(enabled: &BTreeSet<Scheme>) -> Result<Vec<Generated>, DeployError> 
         template("serviceaccount.yaml", super::service_account_object(m)),
         template("clusterrole.yaml", super::cluster_role(m, enabled)),
         template("clusterrolebinding.yaml", super::cluster_role_binding(m)),
+        template("runtime-frameworks-rbac.yaml", super::runtime_frameworks_rbac(m)),
         template("deployment.yaml", super::deployment(m)?),
         template("poddisruptionbudget.yaml", super::pod_disruption_budget(m)),
         template("service.yaml", super::metrics_service(m)?),
@@ -146,8 +147,7 @@ pub fn files(enabled: &BTreeSet<Scheme>) -> Result<Vec<Generated>, DeployError> 
             m.when("serviceMonitor.enabled", super::service_monitor(m)),
         ),
     ];
-    for scheme in enabled {
-        let crd = crate::crds::of(*scheme);
+    for crd in crate::crds::all(enabled) {
         files.push(Generated {
             path: PathBuf::from(format!("{DIR}/crds/{}.yaml", crd.spec.names.plural)),
             text: format!("{GENERATED}\n{}", kfop_runtime::crd_yaml(&crd)?),

@@ -28,8 +28,7 @@ pub fn files(enabled: &BTreeSet<Scheme>) -> Result<Vec<Generated>, DeployError> 
     let m = Mode::Fixed { namespace: NAMESPACE };
     let mut files = Vec::new();
     let mut crds = Vec::new();
-    for scheme in enabled {
-        let crd = crate::crds::of(*scheme);
+    for crd in crate::crds::all(enabled) {
         let name = format!("crds/{}.yaml", crd.spec.names.plural);
         files.push(file(&format!("base/{name}"), kfop_runtime::crd_yaml(&crd)?));
         crds.push(name);

@@ -336,6 +336,14 @@ pub(crate) fn settings() -> Vec<(&'static str, &'static str, Yaml)> {
             map([("enabled", Yaml::Bool(true)), ("minAvailable", n(1))]),
         ),
         (
+            "runtimeFrameworks",
+            "The optional ClusterRole and binding for Framework resources (job kinds registered at\n\
+             run time): installing their CRDs, and reconciling their jobs in the API groups listed\n\
+             (RBAC cannot name groups that exist only later). Without it a Framework is refused with\n\
+             Ready=False naming the forbidden request.",
+            map([("rbac", Yaml::Bool(false)), ("apiGroups", Yaml::List(Vec::new()))]),
+        ),
+        (
             "serviceMonitor",
             "A Prometheus Operator ServiceMonitor for the metrics Service (needs its CRD).",
             map([
@@ -428,6 +436,12 @@ fn rules(enabled: &BTreeSet<Scheme>) -> String {
   - apiGroups: ["coordination.k8s.io"]
     resources: ["leases"]
     verbs: ["get", "create", "update", "patch"]
+  - apiGroups: ["kfop.dev"]
+    resources: ["frameworks"]
+    verbs: ["get", "list", "watch"]
+  - apiGroups: ["kfop.dev"]
+    resources: ["frameworks/status"]
+    verbs: ["update", "patch"]
 {mpi_v1}{conversion}"#,
         resources = resources.join(", "),
         mpi_v1 = mpi_v1_rules(enabled),
@@ -511,6 +525,51 @@ subjects:
         sa = m.service_account(),
         ns = m.namespace(),
     )
+}
+
+/// The optional ClusterRole of run-time frameworks and its binding: CRDs, and the jobs of the
+/// listed API groups.
+pub(crate) fn runtime_frameworks_rbac(m: Mode) -> String {
+    let name = format!("{}-runtime-frameworks", m.name());
+    let groups = match m {
+        Mode::Fixed { .. } => setting("runtimeFrameworks.apiGroups")
+            .inline()
+            .unwrap_or_default(),
+        Mode::Helm => "{{ toJson .Values.runtimeFrameworks.apiGroups }}".to_owned(),
+    };
+    let objects = format!(
+        r#"apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: {name}
+  labels:
+{labels}rules:
+  - apiGroups: ["apiextensions.k8s.io"]
+    resources: ["customresourcedefinitions"]
+    verbs: ["get", "list", "watch", "create", "patch", "delete"]
+  - apiGroups: {groups}
+    resources: ["*"]
+    verbs: ["get", "list", "watch", "update", "patch", "delete"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: {name}
+  labels:
+{labels}roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: {name}
+subjects:
+  - kind: ServiceAccount
+    name: {sa}
+    namespace: {ns}
+"#,
+        labels = m.labels(4),
+        sa = m.service_account(),
+        ns = m.namespace(),
+    );
+    m.when("runtimeFrameworks.rbac", objects)
 }
 
 /// The container's args: every flag (see [`flags::Kind`]) and the enabled kinds.
@@ -784,6 +843,7 @@ fn rbac_in(m: Mode, enabled: &BTreeSet<Scheme>) -> String {
 fn workload(m: Mode, enabled: &BTreeSet<Scheme>) -> Result<String, DeployError> {
     Ok([
         rbac_in(m, enabled),
+        runtime_frameworks_rbac(m),
         deployment(m)?,
         pod_disruption_budget(m),
         metrics_service(m)?,
