@@ -377,9 +377,16 @@ impl Manager {
             let _ = ready.send(synced);
             futures::future::pending::<()>().await;
         };
-        let controllers = futures::future::try_join_all(controllers);
+        // Compiled controllers end on shutdown, or early on an error; with none (an operator of
+        // run-time frameworks only) the manager still runs until shutdown.
+        let mut stopping = stop.clone();
+        let controllers = async move {
+            futures::future::try_join_all(controllers).await?;
+            let _ = stopping.wait_for(|s| *s).await;
+            Ok::<_, Error>(())
+        };
         tokio::select! {
-            result = controllers => result.map(|_| ()),
+            result = controllers => result,
             () = pod_watch => Ok(()),
             () = service_watch => Ok(()),
             _ = object_watches.then(|_| futures::future::pending::<()>()) => Ok(()),

@@ -307,7 +307,7 @@ pub async fn run<F: Framework>(
         job_ref::<F::Job>(owner, job_type.clone())
     });
     let resyncs = resync(ctx.clone(), reader.clone(), resync_tx);
-    let controller = Controller::for_stream(job_events, reader)
+    let controller = Controller::for_stream_with(job_events, reader, ctx.framework.job_type())
         .reconcile_on(triggers)
         .with_config(RuntimeConfig::default().concurrency(ctx.config.concurrency))
         .graceful_shutdown_on(shutdown)

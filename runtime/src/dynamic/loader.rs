@@ -64,6 +64,7 @@ pub async fn run(registry: Registry, config: LoaderConfig) -> crate::Result<()> 
         frameworks: frameworks.clone(),
         crds: Api::all(client),
         loaded: HashMap::new(),
+        refused: HashSet::new(),
     };
     let mut seen = HashSet::new();
     let mut events = watcher(frameworks, watcher::Config::default())
@@ -100,6 +101,8 @@ struct Loader {
     frameworks: Api<Framework>,
     crds: Api<CustomResourceDefinition>,
     loaded: HashMap<String, Loaded>,
+    /// Framework generations refused (and said so) since this operator started.
+    refused: HashSet<(String, Option<i64>)>,
 }
 
 /// Why a Framework is not served: the condition's reason and message.
@@ -124,11 +127,14 @@ impl Loader {
     async fn apply(&mut self, framework: &Framework) {
         let name = framework.name_any();
         let generation = framework.metadata.generation;
-        if let Some(loaded) = self.loaded.get(&name)
-            && loaded.generation == generation
-            && !loaded.running.is_finished()
-        {
-            return;
+        // Our own status write comes back as a change: a generation judged before is judged
+        // again only if its controller has ended since.
+        let judged = framework.status.as_ref().and_then(|s| s.observed_generation) == generation;
+        let running = self.loaded.get(&name).filter(|l| l.generation == generation);
+        match running {
+            Some(loaded) if !loaded.running.is_finished() => return,
+            None if judged && self.refused.contains(&(name.clone(), generation)) => return,
+            _ => {}
         }
         let outcome = match self.check(framework) {
             Ok((model, runtime)) => self.serve(&name, generation, &model, runtime).await,
@@ -137,6 +143,7 @@ impl Loader {
         let conditions = match outcome {
             Ok(message) => {
                 tracing::info!(%message, "framework ready");
+                self.refused.retain(|(n, _)| *n != name);
                 vec![
                     FrameworkCondition::new("Accepted", true, "Valid", "the manifest is valid"),
                     FrameworkCondition::new("Ready", true, "Serving", message),
@@ -144,6 +151,7 @@ impl Loader {
             }
             Err(refusal) => {
                 tracing::warn!(reason = refusal.reason, message = %refusal.message, "framework refused");
+                self.refused.insert((name.clone(), generation));
                 let previous = self.loaded.get(&name).filter(|l| !l.running.is_finished());
                 let ready = match previous {
                     Some(l) => FrameworkCondition::new(
@@ -316,6 +324,7 @@ impl Loader {
 
     async fn delete(&mut self, framework: &Framework) {
         let name = framework.name_any();
+        self.refused.retain(|(n, _)| *n != name);
         let Some(crd_name) = self.stop(&name).await else {
             return;
         };
