@@ -1,4 +1,4 @@
-//! The command line: `kfop new`, `kfop gen`, `kfop cluster`.
+//! The command line: `kfop new`, `kfop gen`, `kfop apply`, `kfop cluster`.
 use clap::{Parser, Subcommand};
 
 use crate::commands;
@@ -20,6 +20,9 @@ pub enum Command {
     New(commands::codegen::NewArgs),
     /// Re-render the files kfop owns from kfop.yaml (never touches your files)
     Gen(commands::codegen::GenArgs),
+    /// Apply a manifest-only framework (kfop.yaml) to a cluster running the all-in-one
+    /// operator, which loads it as a run-time framework
+    Apply(commands::apply::ApplyArgs),
     /// Start, inspect or stop the local control plane (etcd, kube-apiserver,
     /// kube-controller-manager, kube-scheduler and kwok on loopback)
     #[command(subcommand)]

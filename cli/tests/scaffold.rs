@@ -190,6 +190,11 @@ fn help_texts() {
     let top = cmd.render_help().to_string();
     let new_help = cmd.find_subcommand_mut("new").unwrap().render_help().to_string();
     let gen_help = cmd.find_subcommand_mut("gen").unwrap().render_help().to_string();
+    let apply_help = cmd
+        .find_subcommand_mut("apply")
+        .unwrap()
+        .render_help()
+        .to_string();
     let cluster_help = cmd
         .find_subcommand_mut("cluster")
         .unwrap()
@@ -198,6 +203,7 @@ fn help_texts() {
     insta::assert_snapshot!("help_kfop", top);
     insta::assert_snapshot!("help_new", new_help);
     insta::assert_snapshot!("help_gen", gen_help);
+    insta::assert_snapshot!("help_apply", apply_help);
     insta::assert_snapshot!("help_cluster", cluster_help);
 }
 

@@ -1,2 +1,3 @@
+pub mod apply;
 pub mod cluster;
 pub mod codegen;
