@@ -16,7 +16,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Scaffold a complete operator crate for a new framework from a manifest
+    /// Scaffold a complete operator crate for a new framework from a manifest (with --no-code,
+    /// only the manifest)
     New(commands::codegen::NewArgs),
     /// Re-render the files kfop owns from kfop.yaml (never touches your files)
     Gen(commands::codegen::GenArgs),

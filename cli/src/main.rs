@@ -4,11 +4,39 @@ use std::process::ExitCode;
 use clap::Parser;
 use kfop::cli::{Cli, Command};
 use kfop::commands;
+use kfop::commands::codegen::Created;
 
 /// The command's output proper (logs go to stderr).
 fn say(text: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stdout(), "{text}");
+}
+
+/// What `kfop new` made and what to do with it.
+fn next_steps(created: &Created) -> String {
+    match created {
+        Created::Crate(dir) => {
+            let dir = dir.display();
+            format!(
+                "created {dir}\n\
+                 next:\n  \
+                 cd {dir}\n  \
+                 cargo test            # the operator runs a job to Succeeded on a local control plane\n  \
+                 $EDITOR kfop.yaml     # roles, env, status rule; `hooks: true` for Rust hooks\n  \
+                 kfop gen              # regenerate src/generated/, deploy/ and the tests\n  \
+                 cargo run -- crd      # the CRD; `cargo run` runs the operator against $KUBECONFIG"
+            )
+        }
+        Created::Manifest(path) => {
+            let path = path.display();
+            format!(
+                "created {path}\n\
+                 next, on a cluster running the all-in-one operator:\n  \
+                 $EDITOR {path}     # roles, env, status rule (no hooks without a crate)\n  \
+                 kfop apply -f {path}     # add `--wait 60` to wait until the operator serves it"
+            )
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -17,18 +45,7 @@ fn main() -> ExitCode {
     // Each command has its own error type; here they only need printing.
     let result: Result<(), Box<dyn std::error::Error>> = match cli.command {
         Command::New(args) => commands::codegen::new(&args)
-            .map(|dir| {
-                let dir = dir.display();
-                say(&format!(
-                    "created {dir}\n\
-                 next:\n  \
-                 cd {dir}\n  \
-                 cargo test            # the operator runs a job to Succeeded on a local control plane\n  \
-                 $EDITOR kfop.yaml     # roles, env, status rule; `hooks: true` for Rust hooks\n  \
-                 kfop gen              # regenerate src/generated/, deploy/ and the tests\n  \
-                 cargo run -- crd      # the CRD; `cargo run` runs the operator against $KUBECONFIG"
-                ));
-            })
+            .map(|created| say(&next_steps(&created)))
             .map_err(Into::into),
         Command::Gen(args) => commands::codegen::gen_crate(&args)
             .map(|report| {

@@ -27,7 +27,7 @@ const POLL: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Args)]
 pub struct ApplyArgs {
-    /// The framework manifest to apply (a kfop.yaml)
+    /// The framework manifest to apply (a kfop.yaml, e.g. from `kfop new --no-code`)
     #[arg(short = 'f', long = "filename", value_name = "PATH")]
     file: PathBuf,
     /// The kubeconfig to use (default: $KUBECONFIG, ~/.kube/config, or the in-cluster account)

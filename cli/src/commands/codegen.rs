@@ -17,6 +17,8 @@ pub enum CodegenError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("{0} exists and is not empty; choose another --dir or pass --force to write into it")]
     DirNotEmpty(PathBuf),
+    #[error("{0} exists; choose another --dir or pass --force to overwrite it")]
+    ManifestExists(PathBuf),
     #[error("--framework {flag} does not match metadata.name `{manifest}` in {path}; make them equal")]
     NameMismatch {
         flag: String,
@@ -54,12 +56,18 @@ pub struct NewArgs {
     /// Start from this manifest instead of the two-role default
     #[arg(long)]
     manifest: Option<PathBuf>,
-    /// Where to create the crate (default: ./<framework>-operator)
+    /// Where to create the crate (default: ./<framework>-operator, or ./<framework> with
+    /// --no-code)
     #[arg(long)]
     dir: Option<PathBuf>,
-    /// Write into an existing non-empty directory
+    /// Write into an existing non-empty directory (with --no-code: overwrite its kfop.yaml)
     #[arg(long)]
     force: bool,
+    /// Write only <dir>/kfop.yaml, no crate: a run-time framework that the all-in-one operator
+    /// loads once it is applied with `kfop apply`. It cannot have Rust hooks
+    // The options below only shape the crate, so they are refused rather than ignored.
+    #[arg(long, conflicts_with_all = ["kfop_source", "no_crd"])]
+    no_code: bool,
     /// The API group of the new job kind (default: `<framework>.example.com`)
     #[arg(long)]
     group: Option<String>,
@@ -174,25 +182,60 @@ fn write(dir: &Path, file: &File) -> Result<(), CodegenError> {
     std::fs::write(&path, &file.contents).map_err(io(&path))
 }
 
-pub fn new(args: &NewArgs) -> Result<PathBuf, CodegenError> {
-    let name = &args.framework;
+/// What `new` created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Created {
+    /// An operator crate in this directory.
+    Crate(PathBuf),
+    /// Only this manifest (`--no-code`).
+    Manifest(PathBuf),
+}
+
+fn check_name(name: &str) -> Result<(), CodegenError> {
     if !name
         .chars()
         .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
         || !name.starts_with(|c: char| c.is_ascii_lowercase())
     {
-        return Err(CodegenError::BadName(name.clone()));
+        return Err(CodegenError::BadName(name.to_owned()));
     }
-    let dir = args
-        .dir
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("{name}-operator")));
-    let non_empty = std::fs::read_dir(&dir)
+    Ok(())
+}
+
+/// Refuses to clobber: a crate needs an empty directory, a bare manifest only a free file name
+/// (it may sit next to anything).
+fn check_target(args: &NewArgs, dir: &Path) -> Result<(), CodegenError> {
+    if args.force {
+        return Ok(());
+    }
+    if args.no_code {
+        let path = dir.join(FILE_NAME);
+        return if path.exists() {
+            Err(CodegenError::ManifestExists(path))
+        } else {
+            Ok(())
+        };
+    }
+    let non_empty = std::fs::read_dir(dir)
         .map(|mut d| d.next().is_some())
         .unwrap_or(false);
-    if non_empty && !args.force {
-        return Err(CodegenError::DirNotEmpty(dir));
+    if non_empty {
+        return Err(CodegenError::DirNotEmpty(dir.to_owned()));
     }
+    Ok(())
+}
+
+pub fn new(args: &NewArgs) -> Result<Created, CodegenError> {
+    let name = &args.framework;
+    check_name(name)?;
+    let dir = args.dir.clone().unwrap_or_else(|| {
+        PathBuf::from(if args.no_code {
+            name.clone()
+        } else {
+            format!("{name}-operator")
+        })
+    });
+    check_target(args, &dir)?;
     let manifest_path = dir.join(FILE_NAME);
     let text = match &args.manifest {
         Some(path) => std::fs::read_to_string(path).map_err(io(path))?,
@@ -212,8 +255,14 @@ pub fn new(args: &NewArgs) -> Result<PathBuf, CodegenError> {
             path: args.manifest.clone().unwrap_or(manifest_path),
         });
     }
+    if args.no_code {
+        manifest::check_manifest_only(&text, args.manifest.as_deref().unwrap_or(&manifest_path))?;
+    }
     std::fs::create_dir_all(&dir).map_err(io(&dir))?;
     std::fs::write(&manifest_path, &text).map_err(io(&manifest_path))?;
+    if args.no_code {
+        return Ok(Created::Manifest(manifest_path));
+    }
     let files = generate::render(&model, &source(&dir, &args.kfop_source))?;
     for file in &files {
         write(&dir, file)?;
@@ -233,7 +282,7 @@ pub fn new(args: &NewArgs) -> Result<PathBuf, CodegenError> {
     if !args.common.no_crd {
         write_crd(&dir)?;
     }
-    Ok(dir)
+    Ok(Created::Crate(dir))
 }
 
 /// What `gen` did (or, with `--check`, found).
@@ -322,4 +371,89 @@ fn write_crd(dir: &Path) -> Result<(), CodegenError> {
         std::fs::write(&path, yaml.as_bytes()).map_err(io(&path))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use clap::{CommandFactory, FromArgMatches};
+
+    use super::*;
+    use crate::cli::Cli;
+
+    fn parse_new(argv: &[&str]) -> Result<NewArgs, clap::Error> {
+        let matches = Cli::command().try_get_matches_from(["kfop", "new"].iter().chain(argv))?;
+        let (_, sub) = matches.subcommand().expect("a subcommand");
+        NewArgs::from_arg_matches(sub)
+    }
+
+    fn no_code(dir: &Path, extra: &[&str]) -> NewArgs {
+        let dir = dir.to_str().unwrap();
+        let mut argv = vec!["--framework", "foo", "--no-code", "--dir", dir];
+        argv.extend_from_slice(extra);
+        parse_new(&argv).unwrap()
+    }
+
+    #[test]
+    fn no_code_writes_only_the_default_manifest() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("foo");
+        let created = new(&no_code(&dir, &["--group", "foo.example.org"])).unwrap();
+        assert_eq!(created, Created::Manifest(dir.join(FILE_NAME)));
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, [FILE_NAME]);
+        assert_eq!(
+            std::fs::read_to_string(dir.join(FILE_NAME)).unwrap(),
+            manifest::default_manifest("foo", "foo.example.org")
+        );
+        // A second run would overwrite the (maybe edited) manifest: only with --force.
+        let err = new(&no_code(&dir, &[])).unwrap_err();
+        assert!(matches!(err, CodegenError::ManifestExists(_)), "{err}");
+        new(&no_code(&dir, &["--force"])).unwrap();
+    }
+
+    #[test]
+    fn no_code_sits_next_to_other_files_and_copies_a_given_manifest() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("notes.txt"), "mine").unwrap();
+        let given = tmp.path().join("given.yaml");
+        let text = manifest::default_manifest("foo", "foo.example.com").replace("version: v1", "version: v2");
+        std::fs::write(&given, &text).unwrap();
+        new(&no_code(tmp.path(), &["--manifest", given.to_str().unwrap()])).unwrap();
+        assert_eq!(std::fs::read_to_string(tmp.path().join(FILE_NAME)).unwrap(), text);
+    }
+
+    #[test]
+    fn no_code_refuses_hooks_naming_the_field() {
+        let tmp = tempfile::tempdir().unwrap();
+        let given = tmp.path().join("hooks.yaml");
+        let text = manifest::default_manifest("foo", "foo.example.com") + "  hooks: true\n";
+        std::fs::write(&given, &text).unwrap();
+        let dir = tmp.path().join("out");
+        let err = new(&no_code(&dir, &["--manifest", given.to_str().unwrap()])).unwrap_err();
+        let CodegenError::Manifest(e) = &err else {
+            panic!("{err:?}");
+        };
+        assert_eq!(
+            (e.field.as_str(), e.file.as_path()),
+            ("spec.hooks", given.as_path())
+        );
+        assert_eq!(e.line, text.lines().count());
+        assert!(err.to_string().contains("remove `hooks: true`"), "{err}");
+        assert!(!dir.exists(), "nothing is written");
+    }
+
+    #[test]
+    fn no_code_refuses_the_crate_only_options() {
+        for extra in [["--kfop-source", "registry"].as_slice(), &["--no-crd"]] {
+            let mut argv = vec!["--framework", "foo", "--no-code"];
+            argv.extend_from_slice(extra);
+            let err = parse_new(&argv).unwrap_err();
+            assert_eq!(err.kind(), clap::error::ErrorKind::ArgumentConflict, "{extra:?}");
+            assert!(err.to_string().contains(extra[0]), "{err}");
+        }
+    }
 }
