@@ -6,12 +6,14 @@
 //!   ([`Manifest`]) plus code for what data cannot say ([`Hooks`], every method defaulted).
 //! * [`plan`]: the pure planner, `(framework, job, observed, now) -> Plan`.
 //! * [`gang`]: gang scheduling (Volcano / scheduler-plugins PodGroups), pure.
+//! * [`cel_rule`]: success and failure rules written in CEL (a manifest's `rule: cel`).
 //!
 //! It re-exports `kube`, `k8s_openapi`, `schemars`, `serde`, `serde_json` and the
 //! [`training_job`] attribute, so an operator needs this one dependency.
 
 pub mod api;
 mod cache;
+pub mod cel_rule;
 pub mod children;
 pub mod client;
 pub mod controller;
