@@ -118,12 +118,19 @@ impl CelRule {
     /// Compiles `source` and checks that every `replicas.<Role>.<count>` it spells names one of
     /// `roles` and a count: a misspelt role would otherwise only show as a rule that never holds.
     pub fn compile(source: &str, roles: &[&str]) -> Result<Self, CelError> {
-        let program = ENV.compile(source).map_err(|e| syntax_error(&e))?;
+        let rule = Self::parse(source)?;
         Checker {
-            program: &program,
+            program: &rule.program,
             roles,
         }
-        .check(program.expression(), &mut Vec::new())?;
+        .check(rule.program.expression(), &mut Vec::new())?;
+        Ok(rule)
+    }
+
+    /// Compiles `source` without checking the names it reads: for a rule validated already
+    /// (a generated framework's, whose manifest `kfop gen` checked).
+    pub fn parse(source: &str) -> Result<Self, CelError> {
+        let program = ENV.compile(source).map_err(|e| syntax_error(&e))?;
         Ok(Self {
             source: source.to_owned(),
             program: Arc::new(program),
@@ -177,9 +184,7 @@ impl Checker<'_> {
     /// 1-based line and column of a node in the expression's text.
     fn position(&self, node: &IdedExpr) -> (usize, usize) {
         let info = self.program.source_info();
-        let start = info
-            .offset_for(node.id)
-            .map_or(0, |(start, _)| start as usize);
+        let start = info.offset_for(node.id).map_or(0, |(start, _)| start as usize);
         let before = info.source.get(..start).unwrap_or_default();
         let line = before.matches('\n').count() + 1;
         let column = before.rsplit('\n').next().unwrap_or_default().chars().count() + 1;
@@ -296,7 +301,10 @@ mod tests {
         let rule = CelRule::compile("replicas.Worker.succeeded * 2 >= replicas.Worker.total", ROLES).unwrap();
         assert_eq!(rule.evaluate(&replicas(counts(4, 2, 2, 0))), Ok(true));
         assert_eq!(rule.evaluate(&replicas(counts(4, 3, 1, 0))), Ok(false));
-        assert_eq!(rule.source(), "replicas.Worker.succeeded * 2 >= replicas.Worker.total");
+        assert_eq!(
+            rule.source(),
+            "replicas.Worker.succeeded * 2 >= replicas.Worker.total"
+        );
     }
 
     #[test]
@@ -311,7 +319,8 @@ mod tests {
         let rule = CelRule::compile("replicas.Master.succeeded == 1", ROLES).unwrap();
         let error = rule.evaluate(&replicas(counts(1, 1, 0, 0))).unwrap_err();
         assert!(matches!(error, EvalError::Execution(_)), "{error}");
-        let presence = CelRule::compile("has(replicas.Master) && replicas.Master.succeeded == 1", ROLES).unwrap();
+        let presence =
+            CelRule::compile("has(replicas.Master) && replicas.Master.succeeded == 1", ROLES).unwrap();
         assert_eq!(presence.evaluate(&replicas(counts(1, 1, 0, 0))), Ok(false));
     }
 

@@ -160,6 +160,9 @@ impl<H: Hooks> Framework for H {
                 update.apply_leader_or_followers(leader.as_deref(), followers, false);
             }
             StatusRule::Hook => Hooks::update_status(self, job, update),
+            StatusRule::Cel { succeeded, failed } => {
+                update.apply_expressions(succeeded.as_ref(), failed.as_ref().map(Result::as_ref));
+            }
         }
     }
 
@@ -191,7 +194,13 @@ impl<H: Hooks> Framework for H {
         Hooks::owned_kinds(self)
     }
 
+    /// Also where a status rule that does not compile surfaces: the status update that could not
+    /// use it counted it as false, and this fails the reconcile with the reason.
     fn desired_objects(&self, ctx: &JobContext<'_, Self::Job>) -> Result<Vec<DesiredObject>, FrameworkError> {
+        self.manifest()
+            .status
+            .check()
+            .map_err(|e| FrameworkError::with_source("the manifest's status rule", e.clone()))?;
         Hooks::desired_objects(self, ctx)
     }
 

@@ -9,6 +9,7 @@ use super::Observed;
 use crate::api::{
     ConditionStatus, JobConditionType, JobStatus, ReplicaSpec, RestartPolicy, reason, set_condition,
 };
+use crate::cel_rule::{CelError, CelRule, Counts, EvalError};
 use crate::policy::SuccessPolicy;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -363,11 +364,21 @@ impl<'a> StatusUpdate<'a> {
                 }
                 SuccessPolicy::AllRoles => deciding.iter().all(|r| all_succeeded(self, r)),
             };
-        let (kind, name) = (self.kind().to_owned(), self.name().to_owned());
         if succeeded {
+            let (kind, name) = (self.kind(), self.name());
             self.set_succeeded(format!("{kind} {name} is successfully completed."));
             return;
         }
+        self.apply_progress(&deciding, subject);
+    }
+
+    /// What every manifest rule does while the job has not succeeded: Running while one of the
+    /// `deciding` roles is active (Restarting instead on a pass that replaced failed pods), and
+    /// Failed once a role whose pods are not replaced (restartPolicy Never) has a failed one,
+    /// `subject` opening the message.
+    fn apply_progress(&mut self, deciding: &[&str], subject: &str) {
+        let specs = self.specs;
+        let (kind, name) = (self.kind().to_owned(), self.name().to_owned());
         // A pass that replaced failed pods reports Restarting, not Running.
         let active = deciding
             .iter()
@@ -385,5 +396,182 @@ impl<'a> StatusUpdate<'a> {
                 return;
             }
         }
+    }
+
+    /// A manifest's `rule: cel`: Failed when the `failed` expression holds, else Succeeded when
+    /// the `succeeded` one does, else what the other rules do ([`Self::apply_progress`], every
+    /// role deciding). An expression that cannot be evaluated (or did not compile) counts as
+    /// false and is logged, once per update.
+    pub fn apply_expressions(
+        &mut self,
+        succeeded: Result<&CelRule, &CelError>,
+        failed: Option<Result<&CelRule, &CelError>>,
+    ) {
+        let counts = self.expression_counts();
+        let (kind, ns, name) = (
+            self.kind().to_owned(),
+            self.namespace().to_owned(),
+            self.name().to_owned(),
+        );
+        if let Some(rule) = failed
+            && self.holds(rule, &counts, "failed")
+        {
+            let source = rule.map_or("", CelRule::source);
+            self.set_failed(format!(
+                "{kind} {ns}/{name} has failed because the failure rule `{source}` holds"
+            ));
+            return;
+        }
+        if self.holds(succeeded, &counts, "succeeded") {
+            self.set_succeeded(format!("{kind} {ns}/{name} successfully completed."));
+            return;
+        }
+        let roles: Vec<&str> = self.specs.keys().map(String::as_str).collect();
+        self.apply_progress(&roles, &kind);
+    }
+
+    /// What `replicas` holds for an expression: the counts of every role the job has.
+    fn expression_counts(&self) -> BTreeMap<String, Counts> {
+        self.specs
+            .keys()
+            .filter_map(|role| {
+                let r = self.role(role)?;
+                let counts = Counts {
+                    total: r.replicas,
+                    active: r.active,
+                    succeeded: r.succeeded,
+                    failed: r.failed,
+                };
+                Some((role.clone(), counts))
+            })
+            .collect()
+    }
+
+    /// Whether `rule` (`spec.status.<field>`) holds; false, with a warning, when it cannot say.
+    fn holds(
+        &self,
+        rule: Result<&CelRule, &CelError>,
+        counts: &BTreeMap<String, Counts>,
+        field: &str,
+    ) -> bool {
+        let outcome = rule
+            .map_err(|e| EvalError::Compile(e.clone()))
+            .and_then(|r| r.evaluate(counts));
+        outcome.unwrap_or_else(|error| {
+            tracing::warn!(
+                job = %format_args!("{}/{}", self.namespace(), self.name()),
+                kind = self.kind(),
+                rule = rule.map_or("", CelRule::source),
+                %error,
+                "spec.status.{field} counts as false"
+            );
+            false
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use k8s_openapi::jiff::Timestamp;
+
+    use super::*;
+    use crate::api::ReplicaStatus;
+
+    /// Runs `apply_expressions` on a job of 4 Workers (restartPolicy Never) with `status`'s
+    /// counts, returning the status and the events.
+    fn apply(status: ReplicaStatus, succeeded: &str, failed: Option<&str>) -> (JobStatus, Vec<JobEvent>) {
+        let specs = BTreeMap::from([(
+            "Worker".to_owned(),
+            ReplicaSpec {
+                replicas: Some(4),
+                restart_policy: Some(RestartPolicy::Never),
+                ..Default::default()
+            },
+        )]);
+        let counts = BTreeMap::from([("Worker".to_owned(), RoleCounts::default())]);
+        let mut job_status = JobStatus::default();
+        job_status.replica_statuses.insert("Worker".to_owned(), status);
+        let (mut events, mut metrics) = (Vec::new(), Vec::new());
+        let now = Time(Timestamp::UNIX_EPOCH);
+        let observed = Observed::default();
+        let job = JobName {
+            kind: "FooJob",
+            name: "train",
+            namespace: "ns",
+        };
+        let out = StatusOutput {
+            status: &mut job_status,
+            events: &mut events,
+            metrics: &mut metrics,
+        };
+        let mut update = StatusUpdate::new(job, &now, out, &specs, &counts, &observed);
+        let roles = ["Worker"];
+        let succeeded = CelRule::compile(succeeded, &roles);
+        let failed = failed.map(|f| CelRule::compile(f, &roles));
+        update.apply_expressions(succeeded.as_ref(), failed.as_ref().map(Result::as_ref));
+        (job_status, events)
+    }
+
+    fn workers(active: i32, succeeded: i32, failed: i32) -> ReplicaStatus {
+        ReplicaStatus {
+            active,
+            succeeded,
+            failed,
+            ..Default::default()
+        }
+    }
+
+    const HALF: &str = "replicas.Worker.succeeded * 2 >= replicas.Worker.total";
+
+    #[test]
+    fn the_succeeded_expression_completes_the_job() {
+        let (status, events) = apply(workers(2, 2, 0), HALF, None);
+        let condition = status.condition(JobConditionType::Succeeded).unwrap();
+        assert_eq!(condition.message, "FooJob ns/train successfully completed.");
+        assert_eq!(condition.reason, "FooJobSucceeded");
+        assert!(status.completion_time.is_some());
+        assert_eq!(events[0].reason, "FooJobSucceeded");
+    }
+
+    #[test]
+    fn until_it_holds_the_job_runs() {
+        let (status, _) = apply(workers(3, 1, 0), HALF, None);
+        assert!(status.is(JobConditionType::Running));
+        assert!(!status.is_finished());
+    }
+
+    #[test]
+    fn the_failed_expression_fails_the_job_first() {
+        let (status, events) = apply(
+            workers(2, 2, 0),
+            HALF,
+            Some("replicas.Worker.active < replicas.Worker.total"),
+        );
+        assert!(!status.is(JobConditionType::Succeeded));
+        let condition = status.condition(JobConditionType::Failed).unwrap();
+        assert_eq!(
+            condition.message,
+            "FooJob ns/train has failed because the failure rule `replicas.Worker.active < replicas.Worker.total` holds"
+        );
+        assert_eq!(events[0].type_, EventType::Warning);
+    }
+
+    #[test]
+    fn a_failed_pod_that_is_not_replaced_fails_the_job_as_under_the_other_rules() {
+        let (status, _) = apply(workers(3, 0, 1), HALF, Some("replicas.Worker.failed > 2"));
+        let condition = status.condition(JobConditionType::Failed).unwrap();
+        assert_eq!(
+            condition.message,
+            "FooJob train is failed because 1 Worker replica(s) failed."
+        );
+    }
+
+    #[test]
+    fn an_expression_that_cannot_be_evaluated_is_false() {
+        let (status, _) = apply(workers(1, 4, 0), "replicas.Worker.total / 0 == 1", None);
+        assert!(!status.is_finished());
+        let (status, _) = apply(workers(1, 4, 0), "replicas.Chief.succeeded > 0 ||", None);
+        assert!(!status.is_finished());
     }
 }

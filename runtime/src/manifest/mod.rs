@@ -5,6 +5,7 @@ use kube::api::ApiResource;
 
 pub mod model;
 
+use crate::cel_rule::{CelError, CelRule};
 use crate::env::{EnvSpec, TemplateError};
 use crate::framework::TrainingJob;
 use crate::info::FrameworkInfo;
@@ -43,6 +44,35 @@ pub enum StatusRule {
     },
     /// The framework's [`crate::hooks::Hooks::update_status`] decides.
     Hook,
+    /// CEL expressions over the roles' counts ([`crate::plan::StatusUpdate::apply_expressions`]).
+    /// Each is kept as compiled, error included: a generated framework compiles its rules when
+    /// it starts, and a rule that does not compile fails reconciles, not the operator.
+    Cel {
+        succeeded: Result<CelRule, CelError>,
+        failed: Option<Result<CelRule, CelError>>,
+    },
+}
+
+impl StatusRule {
+    /// `rule: cel` with the given expressions, compiled (what generated frameworks call).
+    pub fn cel(succeeded: &str, failed: Option<&str>) -> Self {
+        Self::Cel {
+            succeeded: CelRule::parse(succeeded),
+            failed: failed.map(CelRule::parse),
+        }
+    }
+
+    /// Why the rule cannot run, if it cannot: an expression that did not compile.
+    pub fn check(&self) -> Result<(), &CelError> {
+        match self {
+            Self::Cel { succeeded, failed } => {
+                succeeded.as_ref()?;
+                failed.as_ref().map(Result::as_ref).transpose()?;
+                Ok(())
+            }
+            Self::SuccessRules { .. } | Self::LeaderOrFollowers { .. } | Self::Hook => Ok(()),
+        }
+    }
 }
 
 /// Which pods are the job's master (`spec.masterPods` in `kfop.yaml`).
