@@ -133,6 +133,13 @@ impl ModelCode for Model {
                 string(followers),
             ),
             StatusModel::Hook => "StatusRule::Hook".to_owned(),
+            // Compiled when the operator starts; `kfop gen` checked the text.
+            StatusModel::Cel { succeeded, failed } => format!(
+                "StatusRule::cel({succeeded:?}, {})",
+                failed
+                    .as_deref()
+                    .map_or("None".to_owned(), |f| format!("Some({f:?})")),
+            ),
         }
     }
 
@@ -146,5 +153,27 @@ impl ModelCode for Model {
 
     fn has_master(&self) -> bool {
         self.roles.iter().any(|r| r.master)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::path::Path;
+
+    use super::*;
+
+    #[test]
+    fn a_cel_status_is_written_as_its_constructor() {
+        let text = default_manifest("foo", "foo.example.com").replace(
+            "  success:\n    - allOf: Master\n    - allOf: Worker\n",
+            "  status:\n    rule: cel\n    succeeded: 'replicas.Master.succeeded == 1 && \"a\" != \"b\"'\n",
+        );
+        let model = parse(&text, Path::new("kfop.yaml")).unwrap();
+        assert_eq!(
+            model.status_rule(),
+            r#"StatusRule::cel("replicas.Master.succeeded == 1 && \"a\" != \"b\"", None)"#
+        );
+        assert!(!model.has_success_rules());
     }
 }

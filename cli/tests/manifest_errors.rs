@@ -160,7 +160,7 @@ fn malformed_manifests() {
         (
             "  success:",
             "  status:\n    rule: majority\n  success:",
-            "spec.status.rule: `majority` is not `successRules`, `leaderOrFollowers` or `hook`",
+            "spec.status.rule: `majority` is not `successRules`, `leaderOrFollowers`, `hook` or `cel`",
         ),
         (
             "  success:",

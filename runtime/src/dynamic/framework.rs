@@ -139,6 +139,7 @@ fn status_rule(model: &Model) -> StatusRule {
             leader: leader.clone(),
             followers: followers.clone(),
         },
+        StatusModel::Cel { succeeded, failed } => StatusRule::cel(succeeded, failed.as_deref()),
         // The validator only lets `hook` through with `hooks: true`, refused above.
         StatusModel::Hook => StatusRule::SuccessRules {
             rules: Vec::new(),
@@ -219,6 +220,37 @@ spec:
                 followers: "Worker".into()
             }
         );
+    }
+
+    #[test]
+    fn a_cel_status_becomes_compiled_rules() {
+        let text = JAX_LIKE.replace(
+            "    rule: leaderOrFollowers\n    followers: Worker\n",
+            "    rule: cel\n    succeeded: replicas.Worker.succeeded > 0\n    failed: replicas.Worker.failed > 1\n",
+        );
+        let model = crate::manifest::model::parse(&text, Path::new("jaxlike")).unwrap();
+        let framework = RuntimeFramework::from_model(&model).unwrap();
+        let status = &framework.manifest().status;
+        assert_eq!(
+            *status,
+            StatusRule::cel(
+                "replicas.Worker.succeeded > 0",
+                Some("replicas.Worker.failed > 1")
+            )
+        );
+        assert_eq!(status.check(), Ok(()));
+        let StatusRule::Cel { succeeded, .. } = status else {
+            panic!("{status:?}")
+        };
+        let counts = std::collections::BTreeMap::from([(
+            "Worker".to_owned(),
+            crate::cel_rule::Counts {
+                total: 2,
+                succeeded: 1,
+                ..Default::default()
+            },
+        )]);
+        assert_eq!(succeeded.as_ref().unwrap().evaluate(&counts), Ok(true));
     }
 
     #[test]

@@ -98,6 +98,10 @@ struct RawStatus {
     subject: Option<S<String>>,
     #[serde(default)]
     exit_code_restart_events: bool,
+    /// `rule: cel`: the CEL expression that makes the job succeed.
+    succeeded: Option<S<String>>,
+    /// `rule: cel`: the CEL expression that makes the job fail.
+    failed: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -212,6 +216,12 @@ pub enum StatusModel {
         followers: String,
     },
     Hook,
+    /// CEL expressions over the roles' counts (see [`crate::cel_rule`]), each checked to
+    /// compile.
+    Cel {
+        succeeded: String,
+        failed: Option<String>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -580,7 +590,10 @@ fn validate(raw: Raw, c: &Checker<'_>) -> Result<Model, ManifestError> {
         spec.status.as_ref(),
         spec.hooks,
         !success.is_empty(),
-        &known_role,
+        Roles {
+            names: &role_names,
+            known: &known_role,
+        },
         c,
     )?;
     let master_index_zero = match &spec.master_pods {
@@ -679,15 +692,22 @@ fn validate_port(
 /// Checks that a role field names a declared role, returning its canonical name.
 type KnownRole<'a> = dyn Fn(&S<String>, &str) -> Result<String, ManifestError> + 'a;
 
+/// The declared roles, for the status rule's role fields and expressions.
+struct Roles<'a> {
+    names: &'a [&'a str],
+    known: &'a KnownRole<'a>,
+}
+
 /// `spec.status`: the rule and its fields; success rules only under `successRules`, and a
 /// status hook only with `hooks: true`.
 fn validate_status(
     raw: Option<&RawStatus>,
     hooks: bool,
     has_success: bool,
-    known_role: &KnownRole<'_>,
+    roles: Roles<'_>,
     c: &Checker<'_>,
 ) -> Result<StatusModel, ManifestError> {
+    let known_role = roles.known;
     let Some(raw) = raw else {
         return Ok(StatusModel::SuccessRules {
             subject: None,
@@ -716,6 +736,7 @@ fn validate_status(
         Ok(())
     };
     let Some(r) = raw.rule.as_ref().filter(|r| r.value != "successRules") else {
+        only_cel_fields(raw, c)?;
         for (field, given) in [("leader", &raw.leader), ("followers", &raw.followers)] {
             if let Some(g) = given {
                 return Err(c.err(
@@ -730,16 +751,29 @@ fn validate_status(
             exit_code_restart_events: raw.exit_code_restart_events,
         });
     };
-    if !matches!(rule, "leaderOrFollowers" | "hook") {
+    if !matches!(rule, "leaderOrFollowers" | "hook" | "cel") {
         return Err(c.err(
             r,
             "spec.status.rule",
-            format!("`{rule}` is not `successRules`, `leaderOrFollowers` or `hook`"),
+            format!("`{rule}` is not `successRules`, `leaderOrFollowers`, `hook` or `cel`"),
         ));
     }
     no_success(r)?;
     only_success_rules("subject", raw.subject.is_some())?;
     only_success_rules("exitCodeRestartEvents", raw.exit_code_restart_events)?;
+    if rule == "cel" {
+        for (field, given) in [("leader", &raw.leader), ("followers", &raw.followers)] {
+            if let Some(g) = given {
+                return Err(c.err(
+                    g,
+                    &format!("spec.status.{field}"),
+                    "applies to the `leaderOrFollowers` rule only, not `cel`; remove it",
+                ));
+            }
+        }
+        return validate_cel(raw, r, roles.names, c);
+    }
+    only_cel_fields(raw, c)?;
     if rule == "hook" {
         if !hooks {
             return Err(c.err(
@@ -765,6 +799,53 @@ fn validate_status(
             .transpose()?,
         followers: known_role(followers, "spec.status.followers")?,
     })
+}
+
+/// `succeeded` and `failed` belong to `rule: cel`.
+fn only_cel_fields(raw: &RawStatus, c: &Checker<'_>) -> Result<(), ManifestError> {
+    for (field, given) in [("succeeded", &raw.succeeded), ("failed", &raw.failed)] {
+        if let Some(g) = given {
+            return Err(c.err(
+                g,
+                &format!("spec.status.{field}"),
+                "applies to the `cel` rule only; set `rule: cel` or remove it",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `rule: cel`: `succeeded` is required, `failed` optional, and each must compile against the
+/// declared roles. A CEL error is reported at the expression, its position within the
+/// expression in the message (a quoted or folded scalar moves the text, so the manifest column
+/// of a character inside it is not known).
+fn validate_cel(
+    raw: &RawStatus,
+    rule: &S<String>,
+    roles: &[&str],
+    c: &Checker<'_>,
+) -> Result<StatusModel, ManifestError> {
+    let compile = |expr: &S<String>, field: &str| -> Result<String, ManifestError> {
+        crate::cel_rule::CelRule::compile(&expr.value, roles)
+            .map(|_| expr.value.clone())
+            .map_err(|e| {
+                c.err(
+                    expr,
+                    &format!("spec.status.{field}"),
+                    format!("invalid CEL at {e}"),
+                )
+            })
+    };
+    let succeeded = raw.succeeded.as_ref().ok_or_else(|| {
+        c.err(
+            rule,
+            "spec.status.succeeded",
+            "the cel rule needs `succeeded`, an expression such as `replicas.Worker.succeeded == replicas.Worker.total`",
+        )
+    })?;
+    let succeeded = compile(succeeded, "succeeded")?;
+    let failed = raw.failed.as_ref().map(|f| compile(f, "failed")).transpose()?;
+    Ok(StatusModel::Cel { succeeded, failed })
 }
 
 fn validate_roles(roles: &S<Vec<RawRole>>, c: &Checker<'_>) -> Result<Vec<RoleModel>, ManifestError> {
@@ -880,4 +961,88 @@ spec:
 ",
         lower = kind.to_lowercase(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// A manifest with a `rule: cel` status; `STATUS` is replaced by the status's fields.
+    const CEL: &str = "apiVersion: kfop.dev/v1alpha1
+kind: Framework
+metadata:
+  name: foo
+spec:
+  group: example.com
+  version: v1
+  kind: FooJob
+  container:
+    name: foo
+  roles:
+    - name: Master
+    - name: Worker
+  status:
+    rule: cel
+STATUS";
+
+    fn parse_status(status: &str) -> Result<Model, ManifestError> {
+        parse(&CEL.replace("STATUS", status), Path::new("kfop.yaml"))
+    }
+
+    fn error(status: &str) -> String {
+        parse_status(status).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn cel_rules_are_kept_as_written() {
+        let model = parse_status(
+            "    succeeded: \"replicas.Worker.succeeded * 2 >= replicas.Worker.total\"\n    failed: replicas.Master.failed > 0\n",
+        )
+        .unwrap();
+        assert_eq!(
+            model.status,
+            StatusModel::Cel {
+                succeeded: "replicas.Worker.succeeded * 2 >= replicas.Worker.total".into(),
+                failed: Some("replicas.Master.failed > 0".into()),
+            }
+        );
+    }
+
+    #[test]
+    fn a_cel_syntax_error_points_at_the_expression() {
+        let line = error("    succeeded: \"replicas.Worker.succeeded >= )\"\n");
+        assert!(
+            line.starts_with(
+                "kfop.yaml:16:16: spec.status.succeeded: invalid CEL at 1:30: Syntax error: mismatched input ')'"
+            ),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn a_cel_rule_naming_an_undeclared_role_is_refused() {
+        assert_eq!(
+            error("    succeeded: \"true\"\n    failed: replicas.Chief.failed > 0\n"),
+            "kfop.yaml:17:13: spec.status.failed: invalid CEL at 1:9: unknown role `Chief`; declared roles are Master, Worker"
+        );
+    }
+
+    #[test]
+    fn the_cel_rule_needs_succeeded_and_owns_its_fields() {
+        assert!(
+            error("    failed: \"false\"\n")
+                .starts_with("kfop.yaml:15:11: spec.status.succeeded: the cel rule needs `succeeded`"),
+        );
+        assert!(
+            error("    succeeded: \"true\"\n    followers: Worker\n")
+                .contains("spec.status.followers: applies to the `leaderOrFollowers` rule only, not `cel`"),
+        );
+        let text = CEL.replace("    rule: cel\nSTATUS", "    succeeded: \"true\"\n");
+        let other = parse(&text, Path::new("kfop.yaml")).unwrap_err().to_string();
+        assert!(
+            other.contains("spec.status.succeeded: applies to the `cel` rule only"),
+            "{other}"
+        );
+    }
 }
