@@ -70,6 +70,10 @@ pub struct Args {
     /// reaches its expected end, no resync finds work and RSS stays within 10%
     #[arg(long, value_parser = parse_duration)]
     pub soak: Option<Duration>,
+    /// Instead of benchmarking: the operator's idle RSS with 0, 1 and this many Framework
+    /// resources (job kinds registered at run time), each running one job to Succeeded
+    #[arg(long)]
+    pub runtime_frameworks: Option<usize>,
     /// With --soak: inject faults meanwhile (operator SIGKILL every 5 s, kube-apiserver and etcd
     /// restarts, a frozen API server) and check that nothing strands, doubles or is orphaned
     #[arg(long, requires = "soak")]

@@ -14,6 +14,7 @@ mod ceiling;
 mod chaos;
 mod cli;
 mod error;
+mod frameworks;
 mod identity;
 mod observe;
 mod operator;
@@ -32,6 +33,18 @@ mod timeline;
 async fn main() -> ExitCode {
     kfop_runtime::operator::init_logging("info,kube_client=off,kube_runtime=warn");
     let args = cli::Args::parse();
+    if let Some(count) = args.runtime_frameworks {
+        return match frameworks::run(&args, count).await {
+            Ok(steps) => {
+                let _ = writeln!(std::io::stdout(), "{}", frameworks::markdown(&steps));
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "runtime-frameworks benchmark failed");
+                ExitCode::FAILURE
+            }
+        };
+    }
     if let Some(duration) = args.soak {
         let mut args = args.clone();
         if args.rate <= 0.0 {

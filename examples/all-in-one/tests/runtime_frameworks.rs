@@ -129,7 +129,28 @@ async fn a_framework_applied_at_run_time_runs_a_job_to_succeeded() {
         .await
         .unwrap();
 
-    let status = apply(&frameworks, &framework_object(MANIFEST)).await;
+    // As a user would: `kfop apply -f kfop.yaml --wait 60`.
+    let file = std::env::temp_dir().join(format!("rtjax-{}.yaml", std::process::id()));
+    std::fs::write(&file, MANIFEST).unwrap();
+    let cli = <kfop::cli::Cli as clap::Parser>::try_parse_from([
+        "kfop".as_ref(),
+        "apply".as_ref(),
+        "-f".as_ref(),
+        file.as_os_str(),
+        "--kubeconfig".as_ref(),
+        env.kubeconfig().as_os_str(),
+        "--wait".as_ref(),
+        "60".as_ref(),
+    ])
+    .unwrap();
+    let kfop::cli::Command::Apply(args) = cli.command else {
+        panic!("not an apply");
+    };
+    tokio::task::spawn_blocking(move || kfop::commands::apply::run(&args))
+        .await
+        .unwrap()
+        .unwrap();
+    let status = frameworks.get("rtjax").await.unwrap().status.unwrap();
     assert_eq!(
         condition(&status, "Ready"),
         (
