@@ -53,9 +53,6 @@ pub enum Error {
 
     #[error("a controller task ended abnormally: {0}")]
     Task(#[from] tokio::task::JoinError),
-
-    #[error(transparent)]
-    Dynamic(#[from] crate::dynamic::DynamicError),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
