@@ -39,26 +39,6 @@ pub fn check_manifest_only(text: &str, file: &Path) -> Result<(), ManifestError>
     }
 }
 
-/// A YAML error at its position, as [`parse`] reports one (its one-line rendering, no snippet).
-pub(crate) fn syntax_error(e: &serde_saphyr::Error, file: &Path) -> ManifestError {
-    let (line, column) = e
-        .location()
-        .map_or((0, 0), |at| (at.line() as usize, at.column() as usize));
-    let plain = e.render_with_options(serde_saphyr::render_options! {
-        snippets: serde_saphyr::SnippetMode::Off,
-    });
-    let message = plain
-        .strip_suffix(&format!(" at line {line}, column {column}"))
-        .unwrap_or(&plain);
-    ManifestError {
-        file: file.to_owned(),
-        line,
-        column,
-        field: String::new(),
-        message: message.to_owned(),
-    }
-}
-
 /// Names and Rust expressions the templates write for a manifest.
 pub trait ModelCode {
     /// The crate name, e.g. `foo-operator`.

@@ -332,7 +332,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Model, ManifestError> {
 
 /// The position from the error itself, not its rendering: only errors with a snippet render as
 /// `line L column C: message`; the others (e.g. an empty file) end in `at line L, column C`.
-fn syntax_error(e: &serde_saphyr::Error, file: &Path) -> ManifestError {
+pub fn syntax_error(e: &serde_saphyr::Error, file: &Path) -> ManifestError {
     let (line, column) = e
         .location()
         .map_or((0, 0), |at| (at.line() as usize, at.column() as usize));
