@@ -51,8 +51,8 @@ step "cargo package: the library crates and the CLI are publishable"
 # path) or a build of it left by an earlier run is reused, so a checkout at a path seen before
 # would verify against old sources. Both go first; crates.io's unpacked crates are not touched.
 rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/kfop-*
-cargo clean --quiet -p kfop-derive -p kfop-testenv -p kfop-runtime -p kfop
-cargo package --quiet --allow-dirty -p kfop-derive -p kfop-testenv -p kfop-runtime -p kfop
+cargo clean --quiet -p kfop-crd-rules -p kfop-derive -p kfop-testenv -p kfop-runtime -p kfop
+cargo package --quiet --allow-dirty -p kfop-crd-rules -p kfop-derive -p kfop-testenv -p kfop-runtime -p kfop
 
 step "kfop gen --check on every bundled operator"
 for manifest in examples/*/kfop.yaml; do

@@ -42,10 +42,11 @@ pub enum KfopSource {
 }
 
 /// The crates a scaffold depends on, by package name and folder in a kfop checkout; kfop-derive
-/// is patched too because kfop-runtime depends on it.
-const KFOP_CRATES: [(&str, &str); 3] = [
+/// and kfop-crd-rules are patched too because kfop-runtime depends on them.
+const KFOP_CRATES: [(&str, &str); 4] = [
     ("kfop-runtime", "runtime"),
     ("kfop-derive", "derive"),
+    ("kfop-crd-rules", "crd-rules"),
     ("kfop-testenv", "testenv"),
 ];
 

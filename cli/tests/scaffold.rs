@@ -356,7 +356,7 @@ fn checkout_and_git_sources_are_one_patch_section_and_members_use_paths() {
     let patch = cargo_toml.split("[patch.crates-io]\n").nth(1).unwrap();
     assert_eq!(
         patch.trim_end(),
-        ["kfop-runtime", "kfop-derive", "kfop-testenv"]
+        ["kfop-runtime", "kfop-derive", "kfop-crd-rules", "kfop-testenv"]
             .map(|c| format!("{c} = {{ git = \"https://example.invalid/kfop.git\" }}"))
             .join("\n")
     );

@@ -19,6 +19,8 @@ struct JobArgs {
     controller: Option<String>,
     framework: Option<String>,
     container: Option<String>,
+    /// Every replica must run the container named `container` (Kubeflow's v1 webhooks).
+    container_required: Flag,
     port_name: Option<String>,
     port: Option<SpannedValue<i64>>,
     scale: Option<SpannedValue<String>>,
@@ -32,6 +34,7 @@ struct JobArgs {
 struct RoleArgs {
     name: SpannedValue<String>,
     master: Flag,
+    required: Flag,
     restart_policy: Option<SpannedValue<String>>,
     default_replicas: Option<SpannedValue<i32>>,
     min_replicas: Option<SpannedValue<i32>>,
@@ -50,6 +53,7 @@ pub struct Job {
     pub controller: String,
     pub framework: String,
     pub container: String,
+    pub container_required: bool,
     /// The default port's name and number, if the framework has one.
     pub port: Option<(String, i32)>,
     /// The role whose replica count the scale subresource exposes.
@@ -63,6 +67,8 @@ pub struct Role {
     pub name: String,
     pub restart_policy: RestartPolicy,
     pub master: bool,
+    /// Every job must have this role.
+    pub required: bool,
     pub default_replicas: Option<i32>,
     pub min_replicas: Option<i32>,
     pub max_replicas: Option<i32>,
@@ -254,7 +260,7 @@ fn check(args: JobArgs) -> darling::Result<Job> {
             .unwrap_or_else(|| format!("{}s", kind.to_ascii_lowercase())),
         shortnames: args.shortnames,
         categories: if args.categories.is_empty() {
-            vec!["kubeflow".to_owned()]
+            kfop_crd_rules::DEFAULT_CATEGORIES.map(str::to_owned).to_vec()
         } else {
             args.categories
         },
@@ -262,6 +268,7 @@ fn check(args: JobArgs) -> darling::Result<Job> {
         controller: controller.unwrap_or_default(),
         framework: framework.unwrap_or_default(),
         container: container.unwrap_or_default(),
+        container_required: args.container_required.is_present(),
         port: port_name.zip(port),
         scale: args.scale.map(SpannedValue::into_inner),
         roles,
@@ -324,6 +331,7 @@ fn check_roles(
             // A placeholder after an error: expansion stops before it is used.
             restart_policy: restart_policy.unwrap_or(RestartPolicy::Never),
             master: arg.master.is_present(),
+            required: arg.required.is_present(),
             default_replicas: arg.default_replicas.map(SpannedValue::into_inner),
             min_replicas: arg.min_replicas.map(SpannedValue::into_inner),
             max_replicas: arg.max_replicas.map(SpannedValue::into_inner),

@@ -5,6 +5,8 @@ use proc_macro2::{Literal, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::{Ident, parse_quote};
 
+use kfop_crd_rules::Shape;
+
 use crate::args::{Job, Role, role_list};
 use crate::rules;
 use crate::spec::Spec;
@@ -12,10 +14,11 @@ use crate::spec::Spec;
 pub fn expand(job: &Job, spec: Spec) -> TokenStream {
     let kind = Ident::new(&job.kind, Span::call_site());
     let transform = format_ident!("__kfop_{}_schema", spec.item.ident.to_string().to_snake_case());
-    let transform_fn = rules::transform_fn(&transform, &rules::extensions(job, &spec));
+    let shape = rules::shape(job, &spec);
+    let transform_fn = rules::transform_fn(&transform, &shape);
     let replica_type = replica_type_enum(job, &spec.item.vis);
     let training_job = training_job_impl(job, &spec, &kind);
-    let item = spec_struct(job, &spec, &transform);
+    let item = spec_struct(job, &spec, &shape, &transform);
     quote! {
         // The root's CEL rules make kube-derive name `schemars::Schema` unqualified.
         #[doc(hidden)]
@@ -30,7 +33,7 @@ pub fn expand(job: &Job, spec: Spec) -> TokenStream {
 
 /// The user's struct plus the derives kube needs (only those not already written), the serde
 /// and schemars settings, and the `#[kube(...)]` attribute.
-fn spec_struct(job: &Job, spec: &Spec, transform: &Ident) -> syn::ItemStruct {
+fn spec_struct(job: &Job, spec: &Spec, shape: &Shape, transform: &Ident) -> syn::ItemStruct {
     let mut item = spec.item.clone();
     let wanted: [(&str, syn::Path); 5] = [
         ("Clone", parse_quote!(::std::clone::Clone)),
@@ -59,12 +62,12 @@ fn spec_struct(job: &Job, spec: &Spec, transform: &Ident) -> syn::ItemStruct {
         attrs.push(parse_quote!(#[schemars(crate = "::kfop_runtime::schemars")]));
     }
     attrs.push(parse_quote!(#[schemars(transform = #transform)]));
-    attrs.push(kube_attr(job, spec));
+    attrs.push(kube_attr(job, spec, shape));
     item.attrs = attrs;
     item
 }
 
-fn kube_attr(job: &Job, spec: &Spec) -> syn::Attribute {
+fn kube_attr(job: &Job, spec: &Spec, shape: &Shape) -> syn::Attribute {
     let Job {
         group,
         version,
@@ -75,10 +78,8 @@ fn kube_attr(job: &Job, spec: &Spec) -> syn::Attribute {
         ..
     } = job;
     let scale = job.scale.as_ref().map(|role| {
-        let specs = &spec.replica_specs.json;
-        let spec_path = format!(".spec.{specs}.{role}.replicas");
-        let status_path = format!(".status.replicaStatuses.{role}.active");
-        let selector_path = format!(".status.replicaStatuses.{role}.selector");
+        let [spec_path, status_path, selector_path] =
+            kfop_crd_rules::scale_paths(&spec.replica_specs.json, role);
         quote! {
             scale(
                 spec_replicas_path = #spec_path,
@@ -87,11 +88,16 @@ fn kube_attr(job: &Job, spec: &Spec) -> syn::Attribute {
             ),
         }
     });
-    let doc = format!(" A {kind} ({group}/{version}): a {} training job.", job.framework);
-    let root_rules = rules::root_rules(job, spec).into_iter().map(|r| {
+    let doc = format!(
+        " {}",
+        kfop_crd_rules::description(kind, group, version, &job.framework)
+    );
+    let root_rules = kfop_crd_rules::root_rules(shape).into_iter().map(|r| {
         let (rule, message) = (&r.rule, &r.message);
         quote!(validation = ::kfop_runtime::kube::core::Rule::new(#rule).message(#message),)
     });
+    let columns = kfop_crd_rules::PRINTER_COLUMNS
+        .map(|(name, type_, path)| quote!(printcolumn(name = #name, type_ = #type_, json_path = #path)));
     // The root type gets the comparison and default the spec has.
     let root_derives = ["PartialEq", "Default"]
         .into_iter()
@@ -108,8 +114,7 @@ fn kube_attr(job: &Job, spec: &Spec) -> syn::Attribute {
             status = "::kfop_runtime::api::JobStatus",
             #(shortname = #shortnames,)*
             #(category = #categories,)*
-            printcolumn(name = "State", type_ = "string", json_path = ".status.conditions[-1:].type"),
-            printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
+            #(#columns,)*
             #scale
             #(#root_derives)*
             #(#root_rules)*

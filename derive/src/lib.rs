@@ -38,11 +38,13 @@
 //! * Optional: `port_name` with `port` (1..=65535), the port added to the container (both or
 //!   neither), `plural` (default: lower-case kind + `s`), `shortname` and `category`
 //!   (repeatable; category defaults to `kubeflow`), `scale = "<Role>"` (the scale subresource
-//!   on that role's replicas), `restart_policy` (for roles that name none).
-//! * `role(name = "Worker", restart_policy = "OnFailure", master, default_replicas = n,
+//!   on that role's replicas), `restart_policy` (for roles that name none),
+//!   `container_required` (every replica must run the `container`, as Kubeflow's v1 webhooks
+//!   require).
+//! * `role(name = "Worker", restart_policy = "OnFailure", master, required, default_replicas = n,
 //!   min_replicas = n, max_replicas = n)`: `restart_policy` is one of Always, OnFailure, Never,
 //!   ExitCode; several roles may be `master` (TFJob's Chief and Master), and a job may then
-//!   contain only one of them.
+//!   contain only one of them; a `required` role must be in every job.
 //!
 //! The struct must be named `<Kind>Spec` (as in Kubeflow's Go API), have named fields, one
 //! `#[kfop(replica_specs)]` map of `ReplicaSpec`s and a `RunPolicy` field named `run_policy` (or
@@ -54,13 +56,15 @@
 //!   not write), so `PyTorchJob` is a namespaced custom resource with `JobStatus` status, the
 //!   status (and optional scale) subresource, short names, categories and Kubeflow's `State`
 //!   and `Age` printer columns.
-//! * Admission rules in the CRD schema (see `rules.rs`): the job name is a DNS-1035 label short
+//! * Admission rules in the CRD schema (from `kfop-crd-rules`, which the operator also uses
+//!   for kinds registered at run time): the job name is a DNS-1035 label short
 //!   enough for `<name>-<replica type>-<index>`, replica-type keys are the declared roles
 //!   in any letter case (Kubeflow normalises `worker` to `Worker`, and so does kfop-runtime),
 //!   each role at most once, replica bounds, non-negative replicas and run-policy durations,
 //!   at most one master role, every replica's pod template has containers with a name and an
-//!   image, and Kubeflow's immutable `schedulingPolicy.queue`. A kind adds its own with
-//!   `kfop_runtime::api::rules` on a struct it flattens into the spec.
+//!   image, Kubeflow's immutable `schedulingPolicy.queue`, and the required container and
+//!   roles. A kind adds its own with `kfop_runtime::api::rules` on a struct it flattens into
+//!   the spec.
 //! * `PyTorchJobReplicaType`: the roles as an enum with `as_str`, `Display`, a case-insensitive
 //!   `FromStr` and serde with Kubeflow's names.
 //! * `impl kfop_runtime::TrainingJob for PyTorchJob`, with the `FrameworkInfo` built once.

@@ -59,6 +59,8 @@ pub mod __private {
     // kube-derive's root schema with CEL rules names `schemars::Schema` unqualified; a glob
     // import of this makes it resolve without clashing with a `schemars` the user imports.
     pub use schemars;
+    // The schema transform `#[training_job]` emits calls the shared rule generator.
+    pub use kfop_crd_rules as crd_rules;
 }
 
 /// A CRD as YAML with an `@generated` header, as operators print and commit it.

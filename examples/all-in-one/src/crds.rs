@@ -26,3 +26,58 @@ pub fn yaml(enabled: &BTreeSet<Scheme>) -> kfop_runtime::Result<String> {
         .collect::<Result<Vec<_>, _>>()?;
     Ok(docs.join("---\n"))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use kfop_runtime::dynamic::FRAMEWORK_LABEL;
+
+    use super::*;
+
+    /// The CRD the operator installs for `examples/<dir>/kfop.yaml` applied as a Framework, less
+    /// the label naming that Framework.
+    fn loaded(dir: &str) -> CustomResourceDefinition {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../{dir}/kfop.yaml"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let model = kfop_runtime::manifest::model::parse(&text, &path).unwrap();
+        let mut crd = kfop_runtime::dynamic::crd(&model).unwrap();
+        let labels = crd.metadata.labels.as_mut().unwrap();
+        assert_eq!(labels.remove(FRAMEWORK_LABEL).as_deref(), Some(dir));
+        crd.metadata.labels = None;
+        crd
+    }
+
+    /// One generator behind both paths: a bundled kind's manifest loaded at run time installs
+    /// the CRD its compiled crate has (the kinds whose spec has no fields of its own, which a
+    /// run-time kind cannot declare).
+    #[test]
+    fn a_manifest_loaded_at_run_time_gets_the_compiled_crd() {
+        for (scheme, dir) in [
+            (Scheme::JaxJob, "jax"),
+            (Scheme::XgBoostJob, "xgboost"),
+            (Scheme::PaddleJob, "paddle"),
+        ] {
+            let compiled = kfop_runtime::crd_yaml(&of(scheme)).unwrap();
+            let loaded = kfop_runtime::crd_yaml(&loaded(dir)).unwrap();
+            assert!(
+                compiled == loaded,
+                "{dir}: the run-time CRD differs from the compiled one:\n{}",
+                first_difference(&compiled, &loaded)
+            );
+        }
+    }
+
+    /// The first differing line of two YAML documents, with its number.
+    fn first_difference(a: &str, b: &str) -> String {
+        let (mut a, mut b) = (a.lines(), b.lines());
+        for n in 1.. {
+            match (a.next(), b.next()) {
+                (None, None) => break,
+                (x, y) if x != y => return format!("line {n}: compiled {x:?}, run time {y:?}"),
+                _ => {}
+            }
+        }
+        String::new()
+    }
+}

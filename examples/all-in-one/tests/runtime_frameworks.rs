@@ -178,7 +178,9 @@ async fn a_framework_applied_at_run_time_runs_a_job_to_succeeded() {
     .unwrap();
     // The CRD's own admission rules apply: an unknown role is refused by the API server.
     let mut bad_job = job.clone();
-    bad_job.data["spec"]["rtjaxReplicaSpecs"] = json!({"Chief": {"template": {}}});
+    bad_job.data["spec"]["rtjaxReplicaSpecs"] = json!({"Chief": {"template": {"spec": {"containers": [
+        {"name": "jax", "image": "busybox"}
+    ]}}}});
     let refused = jobs
         .create(&PostParams::default(), &bad_job)
         .await

@@ -1,7 +1,7 @@
 // Scaffolded by kfop 0.1.0. This file is yours: `kfop gen` never changes it.
 //! MPIJob's own spec fields (mpi-operator's `kubeflow.org/v2beta1` `MPIJobSpec`), flattened into
 //! `MPIJobSpec`, with mpi-operator's defaults.
-use kfop_runtime::api::rules::{self, Validation};
+use kfop_runtime::api::rules::Validation;
 use kfop_runtime::schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -11,9 +11,9 @@ pub const ROOT_SSH_PATH: &str = "/root/.ssh";
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(crate = "kfop_runtime::schemars")]
-// mpi-operator's validation: a Launcher, at least one worker once a Worker spec is given (its
-// count defaults to 0), and restart policy Never or OnFailure (the launcher is a batch Job).
-#[schemars(transform = rules::required_role("mpiReplicaSpecs", "Launcher"))]
+// mpi-operator's validation (the Launcher it requires is `required: true` in kfop.yaml): at least
+// one worker once a Worker spec is given (its count defaults to 0), and restart policy Never or
+// OnFailure (the launcher is a batch Job).
 #[schemars(transform = Validation::new(
     "self.mpiReplicaSpecs.all(k, k.lowerAscii() != 'worker' || (has(self.mpiReplicaSpecs[k].replicas) && self.mpiReplicaSpecs[k].replicas >= 1))",
     "spec.mpiReplicaSpecs.Worker.replicas must be at least 1: set it to 1 or more, or remove the Worker replica spec",

@@ -8,8 +8,6 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(crate = "kfop_runtime::schemars")]
-// Kubeflow's MXJob validation (at reconcile): every replica runs a container named mxnet.
-#[schemars(transform = rules::named_container("mxReplicaSpecs", "mxnet"))]
 // Kubeflow's MXJob CRD requires jobMode (it has no default).
 #[schemars(transform = rules::Validation::new(
     "has(self.jobMode)",

@@ -1,13 +1,11 @@
 //! PyTorchJob's own spec fields (Kubeflow `PyTorchJobSpec`), flattened into `PyTorchJobSpec`.
-use kfop_runtime::api::rules::{self, Validation};
+use kfop_runtime::api::rules::Validation;
 use kfop_runtime::schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(crate = "kfop_runtime::schemars")]
-// Kubeflow's webhook: every replica runs a container named after the framework.
-#[schemars(transform = rules::named_container("pytorchReplicaSpecs", "pytorch"))]
 // Kubeflow's webhook forbids the deprecated field together with its replacement.
 #[schemars(transform = Validation::new(
     "!has(self.nprocPerNode) || !has(self.elasticPolicy) || !has(self.elasticPolicy.nProcPerNode)",

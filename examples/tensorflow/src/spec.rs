@@ -1,13 +1,10 @@
 //! TFJob's own spec fields (Kubeflow `TFJobSpec`), flattened into `TFJobSpec`.
-use kfop_runtime::api::rules;
 use kfop_runtime::schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(crate = "kfop_runtime::schemars")]
-// Kubeflow's webhook: every replica runs a container named after the framework.
-#[schemars(transform = rules::named_container("tfReplicaSpecs", "tensorflow"))]
 pub struct TFJobExtra {
     /// `""` (the default: chief, or worker 0, decides) or `AllWorkers`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

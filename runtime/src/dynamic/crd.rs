@@ -1,14 +1,19 @@
 //! The CRD of a run-time job kind, built from its manifest with the schema settings kube-derive
 //! uses for compiled kinds: the shared types' schemas (replica spec, run policy, status, with
-//! their own admission rules), the manifest's roles as rules on the replica-specs map, printer
-//! columns, and the status and scale subresources.
+//! their own admission rules), the additions `kfop-crd-rules` makes for `#[training_job]` too,
+//! printer columns, and the status and scale subresources.
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceDefinition, CustomResourceDefinitionNames, CustomResourceDefinitionSpec,
-    CustomResourceDefinitionVersion, CustomResourceSubresourceScale, CustomResourceSubresourceStatus,
-    CustomResourceSubresources, CustomResourceValidation, JSONSchemaProps,
+    CustomResourceColumnDefinition, CustomResourceDefinition, CustomResourceDefinitionNames,
+    CustomResourceDefinitionSpec, CustomResourceDefinitionVersion, CustomResourceSubresourceScale,
+    CustomResourceSubresourceStatus, CustomResourceSubresources, CustomResourceValidation, JSONSchemaProps,
+};
+use kfop_crd_rules::{
+    DEFAULT_CATEGORIES, PRINTER_COLUMNS, RoleShape, Rule, Shape, description, extend_spec_schema, root_rules,
+    scale_paths,
 };
 use kube::core::schema::{OptionalEnum, OptionalIntOrString, StructuralSchemaRewriter};
 use schemars::JsonSchema;
+use schemars::transform::{AddNullable, Transform};
 use serde_json::{Value, json};
 
 use crate::api::{JobStatus, ReplicaSpec, RunPolicy};
@@ -17,17 +22,14 @@ use crate::manifest::model::Model;
 /// The label every kfop-installed run-time CRD carries, naming the Framework it came from.
 pub const FRAMEWORK_LABEL: &str = "kfop.dev/framework";
 
-/// A type's schema as kube-derive writes it into a CRD.
+/// A type's schema with the settings kube-derive generates with (every subschema inlined); its
+/// transforms come once, over the whole schema, in [`rewrite`].
 fn schema_of<T: JsonSchema>() -> Value {
     let generator = schemars::generate::SchemaSettings::openapi3()
         .with(|s| {
             s.inline_subschemas = true;
             s.meta_schema = None;
         })
-        .with_transform(schemars::transform::AddNullable::default())
-        .with_transform(StructuralSchemaRewriter)
-        .with_transform(OptionalEnum)
-        .with_transform(OptionalIntOrString)
         .into_generator();
     let mut value = generator.into_root_schema_for::<T>().to_value();
     if let Some(object) = value.as_object_mut() {
@@ -36,68 +38,89 @@ fn schema_of<T: JsonSchema>() -> Value {
     value
 }
 
-/// The admission rules the manifest's roles put on the replica-specs map.
-fn role_rules(model: &Model) -> Vec<Value> {
-    let field = &model.replica_specs_field;
-    let names: Vec<&str> = model.roles.iter().map(|r| r.name.as_str()).collect();
-    let lower: Vec<String> = names.iter().map(|n| format!("'{}'", n.to_lowercase())).collect();
-    let lower = lower.join(", ");
-    vec![
-        json!({
-            "rule": "self.size() > 0",
-            "message": format!("spec.{field} must not be empty: add at least one of {}", names.join(", ")),
-        }),
-        json!({
-            "rule": format!("self.all(k, k.lowerAscii() in [{lower}])"),
-            "message": format!("spec.{field} has an unknown replica type: use only {} (any letter case)", names.join(", ")),
-        }),
-        json!({
-            "rule": format!("[{lower}].all(r, self.filter(k, k.lowerAscii() == r).size() <= 1)"),
-            "message": format!("spec.{field} names a replica type twice in different letter case: keep one key per replica type"),
-        }),
-    ]
+/// The transforms kube-derive's generator applies to a kind's whole schema, after the spec's
+/// own (the rule additions): a structural schema, whose `required` lists are sorted.
+fn rewrite(value: Value) -> Result<Value, serde_json::Error> {
+    let mut schema = schemars::Schema::try_from(value)?;
+    AddNullable::default().transform(&mut schema);
+    StructuralSchemaRewriter.transform(&mut schema);
+    OptionalEnum.transform(&mut schema);
+    OptionalIntOrString.transform(&mut schema);
+    Ok(schema.to_value())
 }
 
-/// The CRD `model` describes; `framework` labels it with the Framework that installed it.
+/// What the shared rule generator needs of the manifest.
+fn shape(model: &Model) -> Shape {
+    Shape {
+        replica_specs: model.replica_specs_field.clone(),
+        run_policy: "runPolicy".to_owned(),
+        required_container: model.container_required.then(|| model.container.clone()),
+        roles: model
+            .roles
+            .iter()
+            .map(|r| RoleShape {
+                name: r.name.clone(),
+                master: r.master,
+                required: r.required,
+                default_replicas: Some(r.default_replicas),
+                min_replicas: r.min_replicas,
+                max_replicas: r.max_replicas,
+            })
+            .collect(),
+    }
+}
+
+/// The CRD `model` describes, as `#[training_job]` writes it for the same manifest compiled by
+/// `kfop gen` (the test in `examples/jax/tests/runtime.rs` holds them equal); `FRAMEWORK_LABEL`
+/// names the Framework that installed it.
 pub fn crd(model: &Model) -> Result<CustomResourceDefinition, serde_json::Error> {
+    let shape = shape(model);
     let field = &model.replica_specs_field;
     let mut run_policy = schema_of::<RunPolicy>();
     run_policy["default"] = json!({});
+    let mut status = schema_of::<JobStatus>();
+    status["nullable"] = json!(true);
+    let mut spec = json!({
+        "type": "object",
+        "required": [field],
+        "properties": {
+            field: {
+                "type": "object",
+                "additionalProperties": schema_of::<ReplicaSpec>(),
+            },
+            "runPolicy": run_policy,
+        },
+    });
+    if let Some(spec) = spec.as_object_mut() {
+        extend_spec_schema(spec, &shape);
+    }
+    let root_rules: Vec<Value> = root_rules(&shape).iter().map(Rule::to_json).collect();
     let schema = json!({
         "type": "object",
-        "description": format!("A {} ({}/{}): a {} training job, registered at run time.", model.kind, model.group, model.version, model.framework_name),
+        "title": model.kind,
+        "description": description(&model.kind, &model.group, &model.version, &model.framework_name),
         "required": ["spec"],
-        "properties": {
-            "spec": {
-                "type": "object",
-                "required": [field],
-                "properties": {
-                    field: {
-                        "type": "object",
-                        "additionalProperties": schema_of::<ReplicaSpec>(),
-                        "maxProperties": model.roles.len(),
-                        "x-kubernetes-validations": role_rules(model),
-                    },
-                    "runPolicy": run_policy,
-                },
-            },
-            "status": schema_of::<JobStatus>(),
-        },
-        "x-kubernetes-validations": [{
-            "rule": "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
-            "message": "metadata.name must be a DNS-1035 label (lower-case letters, digits and '-', starting with a letter and ending with a letter or digit): it starts the names of the job's pods and Services; rename the job",
-        }],
+        "properties": { "spec": spec, "status": status },
+        "x-kubernetes-validations": root_rules,
     });
-    let schema: JSONSchemaProps = serde_json::from_value(schema)?;
-    let scale = model.scale.as_ref().map(|role| CustomResourceSubresourceScale {
-        spec_replicas_path: format!(".spec.{field}.{role}.replicas"),
-        status_replicas_path: format!(".status.replicaStatuses.{role}.active"),
-        label_selector_path: Some(format!(".status.replicaStatuses.{role}.selector")),
+    let schema: JSONSchemaProps = serde_json::from_value(rewrite(schema)?)?;
+    let scale = model.scale.as_ref().map(|role| {
+        let [spec_replicas_path, status_replicas_path, selector] = scale_paths(field, role);
+        CustomResourceSubresourceScale {
+            spec_replicas_path,
+            status_replicas_path,
+            label_selector_path: Some(selector),
+        }
     });
-    let columns = serde_json::from_value(json!([
-        {"name": "State", "type": "string", "jsonPath": ".status.conditions[-1:].type"},
-        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
-    ]))?;
+    let columns = PRINTER_COLUMNS
+        .iter()
+        .map(|(name, type_, path)| CustomResourceColumnDefinition {
+            name: (*name).to_owned(),
+            type_: (*type_).to_owned(),
+            json_path: (*path).to_owned(),
+            ..CustomResourceColumnDefinition::default()
+        })
+        .collect();
     let mut crd = CustomResourceDefinition {
         spec: CustomResourceDefinitionSpec {
             group: model.group.clone(),
@@ -106,6 +129,7 @@ pub fn crd(model: &Model) -> Result<CustomResourceDefinition, serde_json::Error>
                 plural: model.plural.clone(),
                 singular: Some(model.kind.to_lowercase()),
                 short_names: (!model.short_names.is_empty()).then(|| model.short_names.clone()),
+                categories: Some(DEFAULT_CATEGORIES.map(str::to_owned).to_vec()),
                 ..CustomResourceDefinitionNames::default()
             },
             scope: "Namespaced".to_owned(),

@@ -108,6 +108,9 @@ struct RawStatus {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RawContainer {
     name: S<String>,
+    /// Every replica must run a container of this name, as Kubeflow's v1 webhooks require.
+    #[serde(default)]
+    required: bool,
     port_name: Option<S<String>>,
     port: Option<S<i64>>,
 }
@@ -118,6 +121,9 @@ struct RawRole {
     name: S<String>,
     #[serde(default)]
     master: bool,
+    /// Every job must have a replica spec of this role.
+    #[serde(default)]
+    required: bool,
     restart_policy: Option<S<String>>,
     min_replicas: Option<S<i32>>,
     max_replicas: Option<S<i32>>,
@@ -164,6 +170,8 @@ pub struct Model {
     pub replica_specs_field: String,
     pub replica_specs_rust: String,
     pub container: String,
+    /// Every replica must run `container`.
+    pub container_required: bool,
     /// The default port's name and number, if any.
     pub port: Option<(String, i32)>,
     pub roles: Vec<RoleModel>,
@@ -185,6 +193,8 @@ pub struct Model {
 pub struct RoleModel {
     pub name: String,
     pub master: bool,
+    /// Every job must have this role.
+    pub required: bool,
     pub restart_policy: String,
     pub min_replicas: Option<i32>,
     pub max_replicas: Option<i32>,
@@ -627,6 +637,7 @@ fn validate(raw: Raw, c: &Checker<'_>) -> Result<Model, ManifestError> {
             .map_or_else(|| name.value.clone(), |s| s.value),
         replica_specs_rust: replica_specs_field.to_snake_case(),
         replica_specs_field,
+        container_required: container.required,
         container: container.name.value,
         port,
         roles,
@@ -909,6 +920,7 @@ fn validate_roles(roles: &S<Vec<RawRole>>, c: &Checker<'_>) -> Result<Vec<RoleMo
         out.push(RoleModel {
             name: name.clone(),
             master: r.master,
+            required: r.required,
             restart_policy,
             min_replicas: r.min_replicas.as_ref().map(|v| v.value),
             max_replicas: r.max_replicas.as_ref().map(|v| v.value),

@@ -12,6 +12,7 @@ use kfop_runtime::api::{ReplicaSpec, RunPolicy};
     controller = "jaxjob-controller",
     framework = "jax",
     container = "jax",
+    container_required,
     port_name = "jaxjob-port",
     port = 6666,
     scale = "Worker",

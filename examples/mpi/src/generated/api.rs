@@ -16,6 +16,7 @@ use kfop_runtime::api::{ReplicaSpec, RunPolicy};
     role(
         name = "Launcher",
         master,
+        required,
         restart_policy = "OnFailure",
         min_replicas = 1,
         max_replicas = 1,

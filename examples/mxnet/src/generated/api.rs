@@ -12,6 +12,7 @@ use kfop_runtime::api::{ReplicaSpec, RunPolicy};
     controller = "mxjob-controller",
     framework = "mxnet",
     container = "mxnet",
+    container_required,
     port_name = "mxjob-port",
     port = 9091,
     role(name = "Scheduler", restart_policy = "Never", default_replicas = 1),

@@ -12,6 +12,7 @@ use kfop_runtime::api::{ReplicaSpec, RunPolicy};
     controller = "paddlejob-controller",
     framework = "paddle",
     container = "paddle",
+    container_required,
     port_name = "master",
     port = 36543,
     scale = "Worker",

@@ -12,6 +12,7 @@ use kfop_runtime::api::{ReplicaSpec, RunPolicy};
     controller = "pytorchjob-controller",
     framework = "pytorch",
     container = "pytorch",
+    container_required,
     port_name = "pytorchjob-port",
     port = 23456,
     scale = "Worker",

@@ -12,6 +12,7 @@ use kfop_runtime::api::{ReplicaSpec, RunPolicy};
     controller = "tfjob-controller",
     framework = "tensorflow",
     container = "tensorflow",
+    container_required,
     port_name = "tfjob-port",
     port = 2222,
     role(

@@ -12,11 +12,13 @@ use kfop_runtime::api::{ReplicaSpec, RunPolicy};
     controller = "xgboostjob-controller",
     framework = "xgboost",
     container = "xgboost",
+    container_required,
     port_name = "xgboostjob-port",
     port = 9999,
     role(
         name = "Master",
         master,
+        required,
         restart_policy = "Never",
         min_replicas = 1,
         max_replicas = 1,

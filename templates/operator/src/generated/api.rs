@@ -15,6 +15,9 @@ use kfop_runtime::api::{ReplicaSpec, RunPolicy};
     controller = "{{ m.controller_name }}",
     framework = "{{ m.framework_name }}",
     container = "{{ m.container }}",
+{%- if m.container_required %}
+    container_required,
+{%- endif %}
 {%- if let Some((port_name, port)) = m.port %}
     port_name = "{{ port_name }}",
     port = {{ port }},
@@ -23,7 +26,7 @@ use kfop_runtime::api::{ReplicaSpec, RunPolicy};
     scale = "{{ scale }}",
 {%- endif %}
 {%- for r in m.roles %}
-    role(name = "{{ r.name }}"{% if r.master %}, master{% endif %}, restart_policy = "{{ r.restart_policy }}"{% if let Some(min) = r.min_replicas %}, min_replicas = {{ min }}{% endif %}{% if let Some(max) = r.max_replicas %}, max_replicas = {{ max }}{% endif %}, default_replicas = {{ r.default_replicas }}),
+    role(name = "{{ r.name }}"{% if r.master %}, master{% endif %}{% if r.required %}, required{% endif %}, restart_policy = "{{ r.restart_policy }}"{% if let Some(min) = r.min_replicas %}, min_replicas = {{ min }}{% endif %}{% if let Some(max) = r.max_replicas %}, max_replicas = {{ max }}{% endif %}, default_replicas = {{ r.default_replicas }}),
 {%- endfor %}
 )]
 pub struct {{ m.kind }}Spec {
