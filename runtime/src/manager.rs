@@ -290,6 +290,12 @@ impl Manager {
         // labelled as children of those frameworks (an owned Service kind must not cache every
         // other framework's per-replica services a second time).
         let mut kinds: Vec<(ApiResource, Vec<&str>)> = Vec::new();
+        // Kinds registered at run time own PodGroups too, under controller names unknown here:
+        // the PodGroup watch then sees every operator-labelled one (a job has one PodGroup).
+        let runtime_gang = gang_kind.as_ref().filter(|_| self.on_start.is_some());
+        if let Some(kind) = runtime_gang {
+            kinds.push((kind.clone(), Vec::new()));
+        }
         for registered in &frameworks {
             for kind in &registered.kinds {
                 match kinds.iter_mut().find(|(k, _)| same_kind(k, kind)) {
@@ -302,7 +308,10 @@ impl Manager {
             .iter()
             .map(|(kind, owners)| {
                 let writer = reflector::store::Writer::<DynamicObject>::new(kind.clone());
-                let selector = format!("{OPERATOR_NAME} in ({})", owners.join(","));
+                let selector = match runtime_gang {
+                    Some(gang) if same_kind(gang, kind) => OPERATOR_NAME.to_owned(),
+                    _ => format!("{OPERATOR_NAME} in ({})", owners.join(",")),
+                };
                 (kind.clone(), writer, selector)
             })
             .collect();
@@ -331,10 +340,17 @@ impl Manager {
             controllers.push((registered.start)(shared.clone(), children, stores));
         }
         let router = Arc::new(router);
+        let runtime_objects = object_caches
+            .iter()
+            .zip(&object_stores)
+            .filter(|((kind, ..), _)| runtime_gang.is_some_and(|gang| same_kind(gang, kind)))
+            .map(|(_, store)| store.clone())
+            .collect();
         let on_start = match self.on_start {
             Some(task) => task(Registry {
                 shared: shared.clone(),
                 router: router.clone(),
+                objects: runtime_objects,
             }),
             None => futures::future::pending().boxed(),
         };
@@ -425,11 +441,14 @@ async fn start_controller<F: Framework>(
 
 /// Starts controllers while the manager runs, on its shared client, caches and watches: the
 /// frameworks registered at run time ([`crate::dynamic`]). Such a framework owns no kinds
-/// besides pods and services, so it needs no watch of its own.
+/// besides pods, services and (under gang scheduling) PodGroups, so it needs no watch of its
+/// own.
 #[derive(Clone)]
 pub struct Registry {
     shared: Shared,
     router: Arc<Router>,
+    /// The owned-object caches a run-time controller reads: the PodGroups under gang scheduling.
+    objects: Vec<Children<DynamicObject>>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -459,11 +478,6 @@ impl Running {
 }
 
 impl Registry {
-    /// Whether jobs need PodGroups (gang scheduling), which a run-time framework cannot watch.
-    pub fn gang_scheduling(&self) -> bool {
-        self.shared.config.gang.pod_group_api_resource().is_some()
-    }
-
     /// The manager's client.
     pub fn client(&self) -> &Client {
         &self.shared.client
@@ -488,7 +502,7 @@ impl Registry {
             framework,
             self.shared.clone(),
             children,
-            Vec::new(),
+            self.objects.clone(),
             until,
         ));
         Running { stop, task }

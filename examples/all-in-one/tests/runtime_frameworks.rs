@@ -1,11 +1,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! Frameworks registered at run time (issue #15): a manifest applied as a `Framework` resource
 //! to a running all-in-one operator becomes a job kind whose jobs run to Succeeded, with no Rust
-//! and no restart; an invalid one is refused with the validator's field-named error.
+//! and no restart, gang-scheduled like a compiled kind; an invalid one is refused with the
+//! validator's field-named error.
 use std::collections::BTreeSet;
 use std::time::Duration;
 
 use kfop_runtime::dynamic::{Framework, FrameworkStatus};
+use kfop_runtime::gang::{self, GangScheduler};
 use kfop_runtime::k8s_openapi::api::core::v1::Pod;
 use kfop_runtime::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kfop_runtime::kube::api::{
@@ -85,12 +87,19 @@ fn condition<'a>(status: &'a FrameworkStatus, type_: &str) -> (&'a str, &'a str)
 #[tokio::test]
 async fn a_framework_applied_at_run_time_runs_a_job_to_succeeded() {
     let env = TestEnv::shared().unwrap();
-    env.install_crds([Framework::crd()]).await.unwrap();
+    let mut crds = kfop_testenv::crds::pod_groups().unwrap();
+    crds.push(Framework::crd());
+    env.install_crds(crds).await.unwrap();
     let ns = env.namespace("rtfw").await.unwrap();
+    // Under gang scheduling (scheduler-plugins' PodGroups, which do not hold pods back): a
+    // run-time kind's PodGroups come through the manager's one PodGroup watch.
+    let gang: GangScheduler = "scheduler-plugins".parse().unwrap();
+    let groups: Api<DynamicObject> =
+        Api::namespaced_with(ns.client(), ns.name(), &gang.pod_group_api_resource().unwrap());
     let _operator = Operator::start_with(
         ns.client(),
         ns.name(),
-        |_| {},
+        move |c| c.gang = gang,
         |m| kfop_operator::load_frameworks(kfop_operator::register(m, &BTreeSet::new()), true),
     );
     let frameworks: Api<Framework> = Api::all(ns.client());
@@ -190,6 +199,16 @@ async fn a_framework_applied_at_run_time_runs_a_job_to_succeeded() {
 
     jobs.create(&PostParams::default(), &job).await.unwrap();
     let running = running_pods(&ns, "one", 2).await;
+    let group = groups.get("one").await.unwrap();
+    assert_eq!(group.data["spec"]["minMember"], 2, "{:?}", group.data);
+    assert_eq!(group.owner_references()[0].kind, "RtJaxJob");
+    assert_eq!(
+        running[0]
+            .labels()
+            .get(gang::SCHEDULER_PLUGINS_POD_GROUP_LABEL)
+            .map(String::as_str),
+        Some("one")
+    );
     let worker0 = running.iter().find(|p| p.name_any() == "one-worker-1").unwrap();
     let env_of = |pod: &Pod, name: &str| {
         let container = &pod.spec.as_ref().unwrap().containers[0];
@@ -211,6 +230,12 @@ async fn a_framework_applied_at_run_time_runs_a_job_to_succeeded() {
         pods::finish(&pod_api, &pod.name_any(), 0, 0).await.unwrap();
     }
     until_succeeded(&jobs, "one", "after its workers exited 0").await;
+    // The controller sees its PodGroup in the shared cache, so it removes it once the job ends.
+    wait::until("PodGroup one removed", wait::default_timeout(), || async {
+        Ok(groups.get_opt("one").await.unwrap().is_none().then_some(()))
+    })
+    .await
+    .unwrap();
 
     // Deleting the Framework stops its controller and leaves the CRD and its jobs.
     frameworks

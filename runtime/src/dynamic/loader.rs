@@ -215,12 +215,6 @@ impl Loader {
                     .to_owned(),
             ));
         }
-        if self.registry.gang_scheduling() {
-            return Err(refuse(
-                "Unsupported",
-                "gang scheduling is on, and a run-time framework's PodGroups are not watched yet: compile it with `kfop gen`".to_owned(),
-            ));
-        }
         if self.config.compiled.contains(&crd_name) {
             return Err(refuse(
                 "KindTaken",
