@@ -33,7 +33,7 @@ pub struct Step {
 }
 
 /// The manifest of run-time framework `i`: a JAX-like kind of its own.
-fn manifest(i: usize) -> serde_json::Value {
+pub fn manifest(i: usize) -> serde_json::Value {
     json!({
         "apiVersion": "kfop.dev/v1alpha1",
         "kind": "Framework",
@@ -54,7 +54,8 @@ fn manifest(i: usize) -> serde_json::Value {
     })
 }
 
-fn kind(i: usize) -> ApiResource {
+/// The job kind of framework `i`.
+pub fn kind(i: usize) -> ApiResource {
     ApiResource {
         group: "bench.kfop.dev".into(),
         version: "v1".into(),
@@ -87,9 +88,8 @@ where
     Ok(())
 }
 
-/// Applies frameworks `range`, waits until each is Ready, runs one job of each to Succeeded
-/// (named apart: pod names are `<job>-<role>-<index>` whatever the kind).
-async fn add(client: &Client, range: std::ops::Range<usize>, timeout: Duration) -> Result<f64> {
+/// Applies frameworks `range` and waits until each is Ready; the seconds that took.
+pub async fn apply_ready(client: &Client, range: std::ops::Range<usize>, timeout: Duration) -> Result<f64> {
     let frameworks: Api<Framework> = Api::all(client.clone());
     let started = Instant::now();
     for i in range.clone() {
@@ -104,7 +104,7 @@ async fn add(client: &Client, range: std::ops::Range<usize>, timeout: Duration) 
             .await
             .map_err(kube_error(format!("applying Framework {name}")))?;
     }
-    for i in range.clone() {
+    for i in range {
         let name = format!("bench{i}");
         until(&format!("Framework {name} Ready"), timeout, || async {
             frameworks
@@ -120,18 +120,32 @@ async fn add(client: &Client, range: std::ops::Range<usize>, timeout: Duration) 
         })
         .await?;
     }
-    let ready_s = started.elapsed().as_secs_f64();
+    Ok(started.elapsed().as_secs_f64())
+}
+
+/// A job of framework `i` named `name`: two Workers whose pods the local plane ends with exit 0
+/// after `complete_after`, if given.
+pub fn job(i: usize, name: &str, complete_after: Option<Duration>) -> Result<DynamicObject> {
+    let mut template = json!({"spec": {"containers": [{"name": "main", "image": "busybox"}]}});
+    if let Some(after) = complete_after {
+        template["metadata"] =
+            json!({"annotations": {COMPLETE_AFTER_MS_ANNOTATION: after.as_millis().to_string()}});
+    }
+    Ok(serde_json::from_value(json!({
+        "apiVersion": "bench.kfop.dev/v1",
+        "kind": format!("Bench{i}Job"),
+        "metadata": {"name": name},
+        "spec": {format!("bench{i}ReplicaSpecs"): {"Worker": {"replicas": 2, "template": template}}},
+    }))?)
+}
+
+/// Applies frameworks `range`, waits until each is Ready, runs one job of each to Succeeded
+/// (named apart: pod names are `<job>-<role>-<index>` whatever the kind).
+async fn add(client: &Client, range: std::ops::Range<usize>, timeout: Duration) -> Result<f64> {
+    let ready_s = apply_ready(client, range.clone(), timeout).await?;
     for i in range.clone() {
         let jobs: Api<DynamicObject> = Api::namespaced_with(client.clone(), NAMESPACE, &kind(i));
-        let job: DynamicObject = serde_json::from_value(json!({
-            "apiVersion": "bench.kfop.dev/v1",
-            "kind": format!("Bench{i}Job"),
-            "metadata": {"name": format!("job{i}")},
-            "spec": {format!("bench{i}ReplicaSpecs"): {"Worker": {"replicas": 2, "template": {
-                "metadata": {"annotations": {COMPLETE_AFTER_MS_ANNOTATION: "500"}},
-                "spec": {"containers": [{"name": "main", "image": "busybox"}]},
-            }}}},
-        }))?;
+        let job = job(i, &format!("job{i}"), Some(Duration::from_millis(500)))?;
         jobs.create(&PostParams::default(), &job)
             .await
             .map_err(kube_error(format!("creating a Bench{i}Job")))?;

@@ -21,9 +21,14 @@ use crate::error::{Error, Result};
 
 const MANAGER: &str = "kfop-bench";
 
-/// Applies the RBAC of the all-in-one operator with every kind enabled and returns a kubeconfig
-/// acting as its ServiceAccount.
-pub async fn service_account(plane: &ControlPlane, client: &Client) -> Result<PathBuf> {
+/// Applies the RBAC of the all-in-one operator with every kind enabled, and the optional
+/// run-time frameworks role for the jobs of `runtime_groups`, and returns a kubeconfig acting as
+/// its ServiceAccount.
+pub async fn service_account(
+    plane: &ControlPlane,
+    client: &Client,
+    runtime_groups: &[&str],
+) -> Result<PathBuf> {
     let mut namespace = Namespace::default();
     namespace.metadata.name = Some(deploy::NAMESPACE.to_owned());
     apply(
@@ -32,7 +37,12 @@ pub async fn service_account(plane: &ControlPlane, client: &Client) -> Result<Pa
     )
     .await?;
     let all = schemes::parse(&[]).map_err(|e| Error::Operator(e.to_string()))?;
-    let docs: Vec<Value> = serde_saphyr::from_multiple(&deploy::rbac(&all))
+    let rbac = format!(
+        "{}---\n{}",
+        deploy::rbac(&all),
+        deploy::runtime_frameworks_rbac_for(runtime_groups)
+    );
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&rbac)
         .map_err(|e| Error::Operator(format!("the operator's RBAC manifest: {e}")))?;
     for doc in docs {
         match doc["kind"].as_str() {

@@ -1,6 +1,7 @@
-//! `kfop-bench --soak DURATION`: the default all-in-one operator (every kind) under a steady mixed
-//! workload for minutes. Each job runs one scenario to its expected end — succeed, fail, restart
-//! under ExitCode, suspend and resume, deleted mid-run — driven only as a kubelet would (kwok
+//! `kfop-bench --soak DURATION`: the default all-in-one operator (every bundled kind, and one
+//! registered at run time from a Framework) under a steady mixed workload for minutes. Each job
+//! runs one scenario to its expected end — succeed, fail, restart under ExitCode, suspend and
+//! resume, deleted mid-run — driven only as a kubelet would (kwok
 //! annotations on pods) and then deleted. At the end every job must have reached its end on its
 //! own, no resync may have found work (a lost event), and the operator's RSS late in the run must
 //! be within 10% of its level after the first minute.
@@ -15,10 +16,11 @@ use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kfop_operator::samples;
 use kfop_operator::schemes::Scheme;
 use kfop_runtime::api::{JobConditionType, JobStatus};
+use kfop_runtime::dynamic::Framework;
 use kfop_testenv::pods;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Client, ResourceExt};
+use kube::{Client, CustomResourceExt, ResourceExt};
 use serde::Serialize;
 use serde_json::json;
 
@@ -26,6 +28,7 @@ use crate::burst;
 use crate::chaos::{self, Fault, Operators};
 use crate::cli::Args;
 use crate::error::{Error, Result};
+use crate::frameworks;
 use crate::identity;
 use crate::operator;
 use crate::retry;
@@ -130,12 +133,15 @@ pub async fn run(args: &Args, duration: Duration) -> Result<SoakResults> {
     flags.extend(args.operator_args.iter().cloned());
     let mut operators = Operators {
         bin: operator::locate(args.operator_bin.as_deref())?,
-        kubeconfig: identity::service_account(&plane, &client).await?,
+        kubeconfig: identity::service_account(&plane, &client, &[RUNTIME_GROUP]).await?,
         flags,
         log: args.results.join("operator-soak.log"),
         current: None,
     };
+    kfop_testenv::install_crds(&client, [Framework::crd()]).await?;
     operators.start().await?;
+    // The run-time kind beside the bundled ones: a Framework applied to the running operator.
+    frameworks::apply_ready(&client, 0..1, args.timeout).await?;
     let start = Instant::now();
     // Under chaos the process changes; its memory is not what is measured then.
     let sampler = match (&operators.current, args.chaos) {
@@ -188,7 +194,7 @@ pub async fn run(args: &Args, duration: Duration) -> Result<SoakResults> {
             Ok(job) => {
                 *results
                     .by_kind_and_scenario
-                    .entry(format!("{:?} {:?}", job.kind, job.scenario))
+                    .entry(format!("{} {:?}", job.kind, job.scenario))
                     .or_default() += 1;
                 let tally = results.by_fault.entry(format!("{:?}", job.fault)).or_default();
                 match job.outcome {
@@ -199,7 +205,7 @@ pub async fn run(args: &Args, duration: Duration) -> Result<SoakResults> {
                     Err(seen) => {
                         tally.stranded += 1;
                         results.stranded.push(format!(
-                            "{:?} {} ({:?}, during {:?}): {seen}; pod history: {}",
+                            "{} {} ({:?}, during {:?}): {seen}; pod history: {}",
                             job.kind,
                             job.name,
                             job.scenario,
@@ -254,9 +260,29 @@ pub async fn run(args: &Args, duration: Duration) -> Result<SoakResults> {
     }
 }
 
+/// The API group of the soak's run-time kind.
+const RUNTIME_GROUP: &str = "bench.kfop.dev";
+
+/// A kind the soak runs: each bundled one, and one registered at run time from a Framework
+/// (`frameworks::manifest(0)`, JAX-like).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Bundled(Scheme),
+    RunTime,
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Bundled(scheme) => write!(f, "{scheme:?}"),
+            Self::RunTime => write!(f, "{} (run time)", frameworks::kind(0).kind),
+        }
+    }
+}
+
 /// One job's end.
 struct JobEnd {
-    kind: Scheme,
+    kind: Kind,
     scenario: Scenario,
     fault: Fault,
     name: String,
@@ -276,15 +302,19 @@ async fn submit(
 ) -> Vec<tokio::task::JoinHandle<JobEnd>> {
     let interval = Duration::from_secs_f64(1.0 / rate.max(0.01));
     let mut drivers = Vec::new();
-    let kinds: Vec<Scheme> = Scheme::ALL.iter().map(|(_, s)| *s).collect();
+    let kinds: Vec<Kind> = Scheme::ALL
+        .iter()
+        .map(|(_, s)| Kind::Bundled(*s))
+        .chain([Kind::RunTime])
+        .collect();
     let mut n = 0usize;
     while start.elapsed() < duration {
         let kind = kinds[n % kinds.len()];
-        // Kinds and scenarios cycle at co-prime periods (7 and 5), so every pair comes up.
+        // Kinds and scenarios cycle at co-prime periods (8 and 5), so every pair comes up.
         let scenario = match SCENARIOS[n % SCENARIOS.len()] {
             // An MPIJob's launcher is a batch Job's pod, replaced under a new name: no ExitCode
             // restart by index to drive.
-            Scenario::Restart if kind == Scheme::MpiJob => Scenario::Succeed,
+            Scenario::Restart if kind == Kind::Bundled(Scheme::MpiJob) => Scenario::Succeed,
             scenario => scenario,
         };
         let fault = faults.map_or(Fault::Calm, |run| chaos::fault_at(start.elapsed(), run));
@@ -596,7 +626,7 @@ pub fn markdown(r: &SoakResults) -> String {
     let mut text = format!(
         "# kfop {}\n\n| | |\n|---|---|\n\
          | duration (s) | {:.0} |\n| rate (jobs/s) | {} |\n| resync period (s) | {:.0} |\n\
-         | jobs (7 kinds x 5 scenarios) | {} |\n| converged | {} |\n| stranded | {} |\n\
+         | jobs (7 bundled kinds and 1 run-time kind x 5 scenarios) | {} |\n| converged | {} |\n| stranded | {} |\n\
          | pods created twice for one replica | {} |\n| pods with more create events than creations | {} |\n\
          | orphans after deletion | {} |\n\
          | resyncs / found work | {:.0} / {:.0} |\n\
@@ -714,15 +744,18 @@ impl LiveSampler {
 /// expected end, then deleted. The error says what was last seen.
 async fn drive(
     client: &Client,
-    kind: Scheme,
+    kind: Kind,
     scenario: Scenario,
     name: &str,
     within: Duration,
 ) -> Result<(), String> {
-    let resource = samples::api_resource(kind);
+    let resource = match kind {
+        Kind::Bundled(scheme) => samples::api_resource(scheme),
+        Kind::RunTime => frameworks::kind(0),
+    };
     let jobs: Api<DynamicObject> = Api::namespaced_with(client.clone(), NAMESPACE, &resource);
     let pod_api: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
-    let job = job_for(kind, scenario, name).map_err(|e| e.to_string())?;
+    let job = job_for(kind, scenario, name)?;
     let driver = Driver {
         jobs: &jobs,
         pods: &pod_api,
@@ -813,8 +846,11 @@ async fn run_scenario(driver: &Driver<'_>, scenario: Scenario) -> Result<(), Str
 }
 
 /// The sample of `kind` shaped for `scenario`.
-fn job_for(kind: Scheme, scenario: Scenario, name: &str) -> Result<DynamicObject, samples::SampleError> {
-    let (_, mut job) = samples::sample(kind)?;
+fn job_for(kind: Kind, scenario: Scenario, name: &str) -> Result<DynamicObject, String> {
+    let mut job = match kind {
+        Kind::Bundled(scheme) => samples::sample(scheme).map_err(|e| e.to_string())?.1,
+        Kind::RunTime => frameworks::job(0, name, None).map_err(|e| e.to_string())?,
+    };
     job.metadata.name = Some(name.to_owned());
     job.metadata.namespace = Some(NAMESPACE.to_owned());
     let annotations = match scenario {

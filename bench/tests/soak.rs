@@ -1,6 +1,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-//! Issue #11's soak in the test suite: the default all-in-one operator, all seven kinds, for two
-//! minutes of mixed work at 1 job/s (succeed, fail, ExitCode restart, suspend/resume, delete
+//! Issue #11's soak in the test suite: the default all-in-one operator, all seven bundled kinds
+//! and one registered at run time (issue #15), for two minutes of mixed work at 1 job/s (succeed, fail, ExitCode restart, suspend/resume, delete
 //! mid-run). `kfop-bench --soak` itself fails unless every job reaches its expected end, no
 //! resync finds work and RSS stays within 10% of its level after the first minute; this test
 //! checks its verdict and its numbers.
@@ -39,7 +39,12 @@ fn two_minutes_of_mixed_work_strand_nothing() {
     assert_eq!(json["resync_found_work"].as_f64(), Some(0.0), "{report}");
     assert!(json["resyncs"].as_f64().unwrap() >= 4.0, "{report}");
     let kinds_and_scenarios = json["by_kind_and_scenario"].as_object().unwrap();
-    assert!(kinds_and_scenarios.len() >= 30, "{report}");
+    assert!(kinds_and_scenarios.len() >= 35, "{report}");
+    let run_time = kinds_and_scenarios
+        .keys()
+        .filter(|k| k.contains("(run time)"))
+        .count();
+    assert_eq!(run_time, 5, "every scenario of the run-time kind: {report}");
     let (early, late) = (
         json["rss_after_first_minute_mb"].as_f64().unwrap(),
         json["rss_at_end_mb"].as_f64().unwrap(),

@@ -530,14 +530,26 @@ subjects:
 /// The optional ClusterRole of run-time frameworks and its binding: CRDs, and the jobs of the
 /// listed API groups.
 pub(crate) fn runtime_frameworks_rbac(m: Mode) -> String {
-    let name = format!("{}-runtime-frameworks", m.name());
     let groups = match m {
         Mode::Fixed { .. } => setting("runtimeFrameworks.apiGroups")
             .inline()
             .unwrap_or_default(),
         Mode::Helm => "{{ toJson .Values.runtimeFrameworks.apiGroups }}".to_owned(),
     };
-    let objects = format!(
+    m.when("runtimeFrameworks.rbac", runtime_frameworks_objects(m, &groups))
+}
+
+/// The optional ClusterRole of run-time frameworks and its binding in the default namespace,
+/// for the jobs of `groups`, as an admin who turns it on would install it.
+pub fn runtime_frameworks_rbac_for(groups: &[&str]) -> String {
+    let groups = kfop_runtime::serde_json::Value::from(groups.to_vec()).to_string();
+    runtime_frameworks_objects(Mode::Fixed { namespace: NAMESPACE }, &groups)
+}
+
+/// The objects of [`runtime_frameworks_rbac`]; `groups` is a YAML flow list of API groups.
+fn runtime_frameworks_objects(m: Mode, groups: &str) -> String {
+    let name = format!("{}-runtime-frameworks", m.name());
+    format!(
         r#"apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata:
@@ -568,8 +580,7 @@ subjects:
         labels = m.labels(4),
         sa = m.service_account(),
         ns = m.namespace(),
-    );
-    m.when("runtimeFrameworks.rbac", objects)
+    )
 }
 
 /// The container's args: every flag (see [`flags::Kind`]) and the enabled kinds.
