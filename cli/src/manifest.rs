@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use heck::ToUpperCamelCase;
+use kfop_runtime::RuleWording;
 pub use kfop_runtime::manifest::model::*;
 use serde::Deserialize;
 use serde_saphyr::Spanned;
@@ -49,8 +50,11 @@ pub trait ModelCode {
     fn owned_types(&self) -> Vec<(&'static str, &'static str)>;
     /// The `StatusRule` expression the generated framework carries.
     fn status_rule(&self) -> String;
-    /// Whether the status rule names success rules (the generated code imports them).
-    fn has_success_rules(&self) -> bool;
+    /// What the generated code imports for [`Self::status_rule`] outside the runtime's root,
+    /// as `use` paths.
+    fn status_imports(&self) -> Vec<&'static str>;
+    /// What the generated code imports from the runtime's root, e.g. `Manifest, StatusRule`.
+    fn runtime_imports(&self) -> String;
     /// The framework type's Rust name, e.g. `Foo`.
     fn framework_type(&self) -> String;
     /// Whether one role is the master.
@@ -90,20 +94,26 @@ impl ModelCode for Model {
 
     fn status_rule(&self) -> String {
         let string = |s: &str| format!("{s:?}.to_owned()");
+        let wording = |w: &RuleWording| {
+            format!(
+                "RuleWording {{ subject: {}, exit_code_restart_events: {} }}",
+                w.subject
+                    .as_deref()
+                    .map_or("None".to_owned(), |s| format!("Some({})", string(s))),
+                w.exit_code_restart_events,
+            )
+        };
+        // Compiled when the operator starts; `kfop gen` checked the text.
+        let cel = |e: Option<&str>| e.map_or("None".to_owned(), |e| format!("Some(CelRule::parse({e:?}))"));
         match &self.status {
-            StatusModel::SuccessRules {
-                subject,
-                exit_code_restart_events,
-            } => format!(
-                "StatusRule::SuccessRules {{ rules: vec![{}], subject: {}, exit_code_restart_events: {exit_code_restart_events} }}",
+            StatusModel::SuccessRules(w) => format!(
+                "StatusRule::SuccessRules {{ rules: vec![{}], wording: {} }}",
                 self.success
                     .iter()
                     .map(|(kind, role)| format!("SuccessPolicy::{}({})", kind.variant(), string(role)))
                     .collect::<Vec<_>>()
                     .join(", "),
-                subject
-                    .as_deref()
-                    .map_or("None".to_owned(), |s| format!("Some({})", string(s))),
+                wording(w),
             ),
             StatusModel::LeaderOrFollowers { leader, followers } => format!(
                 "StatusRule::LeaderOrFollowers {{ leader: {}, followers: {} }}",
@@ -113,18 +123,45 @@ impl ModelCode for Model {
                 string(followers),
             ),
             StatusModel::Hook => "StatusRule::Hook".to_owned(),
-            // Compiled when the operator starts; `kfop gen` checked the text.
-            StatusModel::Cel { succeeded, failed } => format!(
-                "StatusRule::cel({succeeded:?}, {})",
-                failed
-                    .as_deref()
-                    .map_or("None".to_owned(), |f| format!("Some({f:?})")),
+            StatusModel::Cel {
+                succeeded,
+                running,
+                failed,
+                wording: w,
+            } => format!(
+                "StatusRule::Cel(CelStatus {{ succeeded: CelRule::parse({succeeded:?}), running: {}, failed: {}, wording: {} }})",
+                cel(running.as_deref()),
+                cel(failed.as_deref()),
+                wording(w),
             ),
         }
     }
 
-    fn has_success_rules(&self) -> bool {
-        matches!(self.status, StatusModel::SuccessRules { .. }) && !self.success.is_empty()
+    fn status_imports(&self) -> Vec<&'static str> {
+        match &self.status {
+            StatusModel::SuccessRules(_) if !self.success.is_empty() => {
+                vec!["kfop_runtime::policy::SuccessPolicy"]
+            }
+            StatusModel::Cel { .. } => vec!["kfop_runtime::cel_rule::CelRule"],
+            StatusModel::SuccessRules(_) | StatusModel::LeaderOrFollowers { .. } | StatusModel::Hook => {
+                Vec::new()
+            }
+        }
+    }
+
+    fn runtime_imports(&self) -> String {
+        let wording: &[&str] = match &self.status {
+            StatusModel::SuccessRules(_) => &["RuleWording"],
+            StatusModel::Cel { .. } => &["CelStatus", "RuleWording"],
+            StatusModel::LeaderOrFollowers { .. } | StatusModel::Hook => &[],
+        };
+        let mut names = [
+            &["FrameworkManifest", "Manifest", "MasterRule", "StatusRule"],
+            wording,
+        ]
+        .concat();
+        names.sort_unstable();
+        names.join(", ")
     }
 
     fn framework_type(&self) -> String {
@@ -152,8 +189,12 @@ mod tests {
         let model = parse(&text, Path::new("kfop.yaml")).unwrap();
         assert_eq!(
             model.status_rule(),
-            r#"StatusRule::cel("replicas.Master.succeeded == 1 && \"a\" != \"b\"", None)"#
+            r#"StatusRule::Cel(CelStatus { succeeded: CelRule::parse("replicas.Master.succeeded == 1 && \"a\" != \"b\""), running: None, failed: None, wording: RuleWording { subject: None, exit_code_restart_events: false } })"#
         );
-        assert!(!model.has_success_rules());
+        assert_eq!(model.status_imports(), ["kfop_runtime::cel_rule::CelRule"]);
+        assert_eq!(
+            model.runtime_imports(),
+            "CelStatus, FrameworkManifest, Manifest, MasterRule, RuleWording, StatusRule"
+        );
     }
 }

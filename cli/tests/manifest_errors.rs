@@ -170,7 +170,7 @@ fn malformed_manifests() {
         (
             "  success:\n    - allOf: Master\n",
             "  hooks: true\n  status:\n    rule: hook\n    subject: foojob\n",
-            "spec.status.subject: applies to the `successRules` rule only, not `hook`; remove it",
+            "spec.status.subject: applies to the `successRules` and `cel` rules only, not `hook`; remove it",
         ),
         (
             "  success:",

@@ -4,7 +4,7 @@
 //!
 //! An expression sees one variable, `replicas`: a map from each role the job has to its counts,
 //! `{total, active, succeeded, failed}`, e.g. `replicas.Worker.succeeded * 2 >= replicas.Worker.total`.
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::sync::{Arc, LazyLock};
 
@@ -92,11 +92,43 @@ impl Counts {
     }
 }
 
+/// The roles whose counts an expression reads, found in its text: those it names as
+/// `replicas.<Role>` (a presence test, `has(replicas.<Role>)`, reads no counts), or every role
+/// when it reads `replicas` as a whole (`replicas.all(r, ...)`, `replicas[r]`, `size(replicas)`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RolesRead {
+    Named(BTreeSet<String>),
+    All,
+}
+
+impl RolesRead {
+    /// Whether the expression reads `role`'s counts.
+    pub fn contains(&self, role: &str) -> bool {
+        match self {
+            Self::Named(roles) => roles.contains(role),
+            Self::All => true,
+        }
+    }
+
+    fn collect(&mut self, node: &IdedExpr) {
+        match &node.expr {
+            Expr::Select(select) if matches!(&select.operand.expr, Expr::Ident(root) if root == REPLICAS) => {
+                if let (Self::Named(roles), false) = (&mut *self, select.test) {
+                    roles.insert(select.field.clone());
+                }
+            }
+            Expr::Ident(name) if name == REPLICAS => *self = Self::All,
+            expr => children(expr).into_iter().for_each(|child| self.collect(child)),
+        }
+    }
+}
+
 /// A compiled expression with its text (for messages and for equality).
 #[derive(Clone)]
 pub struct CelRule {
     source: String,
     program: Arc<Program>,
+    reads: RolesRead,
 }
 
 impl fmt::Debug for CelRule {
@@ -131,15 +163,23 @@ impl CelRule {
     /// (a generated framework's, whose manifest `kfop gen` checked).
     pub fn parse(source: &str) -> Result<Self, CelError> {
         let program = ENV.compile(source).map_err(|e| syntax_error(&e))?;
+        let mut reads = RolesRead::Named(BTreeSet::new());
+        reads.collect(program.expression());
         Ok(Self {
             source: source.to_owned(),
             program: Arc::new(program),
+            reads,
         })
     }
 
     /// The expression's text.
     pub fn source(&self) -> &str {
         &self.source
+    }
+
+    /// The roles whose counts the expression reads.
+    pub fn roles_read(&self) -> &RolesRead {
+        &self.reads
     }
 
     /// Whether the rule holds for these counts, by role.
@@ -171,6 +211,25 @@ fn syntax_error(errors: &cel::ParseErrors) -> CelError {
         line,
         column,
         message: first.map_or_else(|| errors.to_string(), |e| e.msg.clone()),
+    }
+}
+
+/// The expressions directly below `expr`, in the order they are written.
+fn children(expr: &Expr) -> Vec<&IdedExpr> {
+    fn entry(entry: &EntryExpr) -> Vec<&IdedExpr> {
+        match entry {
+            EntryExpr::MapEntry(e) => vec![&e.key, &e.value],
+            EntryExpr::StructField(f) => vec![&f.value],
+        }
+    }
+    match expr {
+        Expr::Select(select) => vec![&select.operand],
+        Expr::Call(call) => call.target.as_deref().into_iter().chain(&call.args).collect(),
+        Expr::List(list) => list.elements.iter().collect(),
+        Expr::Map(map) => map.entries.iter().flat_map(|e| entry(&e.expr)).collect(),
+        Expr::Struct(s) => s.entries.iter().flat_map(|e| entry(&e.expr)).collect(),
+        Expr::Comprehension(c) => vec![&c.iter_range, &c.accu_init, &c.loop_cond, &c.loop_step, &c.result],
+        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => Vec::new(),
     }
 }
 
@@ -206,24 +265,6 @@ impl Checker<'_> {
                 self.check_counts(node)?;
                 self.check(&select.operand, bound)
             }
-            Expr::Call(call) => {
-                if let Some(target) = &call.target {
-                    self.check(target, bound)?;
-                }
-                call.args.iter().try_for_each(|a| self.check(a, bound))
-            }
-            Expr::List(list) => list.elements.iter().try_for_each(|e| self.check(e, bound)),
-            Expr::Map(map) => map.entries.iter().try_for_each(|entry| match &entry.expr {
-                EntryExpr::MapEntry(e) => {
-                    self.check(&e.key, bound)?;
-                    self.check(&e.value, bound)
-                }
-                EntryExpr::StructField(f) => self.check(&f.value, bound),
-            }),
-            Expr::Struct(s) => s.entries.iter().try_for_each(|entry| match &entry.expr {
-                EntryExpr::MapEntry(e) => self.check(&e.value, bound),
-                EntryExpr::StructField(f) => self.check(&f.value, bound),
-            }),
             Expr::Comprehension(c) => {
                 self.check(&c.iter_range, bound)?;
                 let depth = bound.len();
@@ -235,7 +276,7 @@ impl Checker<'_> {
                 bound.truncate(depth);
                 inner
             }
-            Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => Ok(()),
+            expr => children(expr).into_iter().try_for_each(|e| self.check(e, bound)),
         }
     }
 

@@ -144,25 +144,8 @@ impl<H: Hooks> Framework for H {
 
     fn update_status(&self, job: &Self::Job, update: &mut StatusUpdate<'_>) {
         match &self.manifest().status {
-            StatusRule::SuccessRules {
-                rules,
-                subject,
-                exit_code_restart_events,
-            } => {
-                let policy = SuccessPolicy::first_present(rules, update.specs());
-                let subject = subject.clone().unwrap_or_else(|| update.kind().to_owned());
-                update.apply_policy_worded(&policy, &subject);
-                if *exit_code_restart_events {
-                    update.announce_exit_code_restarts(&subject);
-                }
-            }
-            StatusRule::LeaderOrFollowers { leader, followers } => {
-                update.apply_leader_or_followers(leader.as_deref(), followers, false);
-            }
             StatusRule::Hook => Hooks::update_status(self, job, update),
-            StatusRule::Cel { succeeded, failed } => {
-                update.apply_expressions(succeeded.as_ref(), failed.as_ref().map(Result::as_ref));
-            }
+            rule => update.apply_rule(rule),
         }
     }
 

@@ -47,7 +47,7 @@ pub use hooks::Hooks;
 pub use k8s_openapi;
 pub use kfop_derive::training_job;
 pub use kube;
-pub use manifest::{FrameworkManifest, Manifest, MasterRule, StatusRule};
+pub use manifest::{CelStatus, FrameworkManifest, Manifest, MasterRule, RuleWording, StatusRule};
 pub use plan::{DesiredObject, StatusUpdate};
 pub use schemars;
 pub use serde;

@@ -200,3 +200,202 @@ impl Drop for Operator {
         }
     }
 }
+
+/// One state of one role in [`compare_status_rules`]: its replicas, its pods' counts, its
+/// restart policy and whether this pass replaced its failed pods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RoleCase {
+    pub replicas: i32,
+    pub active: i32,
+    pub succeeded: i32,
+    pub failed: i32,
+    pub restart_policy: RestartPolicy,
+    pub restarted: bool,
+}
+
+impl RoleCase {
+    /// Every state a role takes in [`compare_status_rules`]: 1 or 2 replicas, at most that many
+    /// pods active, succeeded and failed in all, under each restart policy, replaced or not.
+    pub fn all() -> Vec<Self> {
+        let mut cases = Vec::new();
+        for replicas in 1..=2 {
+            for (active, succeeded, failed) in counts_up_to(replicas) {
+                for restart_policy in [
+                    RestartPolicy::Never,
+                    RestartPolicy::OnFailure,
+                    RestartPolicy::ExitCode,
+                ] {
+                    for restarted in [false, true] {
+                        cases.push(Self {
+                            replicas,
+                            active,
+                            succeeded,
+                            failed,
+                            restart_policy,
+                            restarted,
+                        });
+                    }
+                }
+            }
+        }
+        cases
+    }
+}
+
+fn counts_up_to(total: i32) -> impl Iterator<Item = (i32, i32, i32)> {
+    (0..=total)
+        .flat_map(move |a| (0..=total - a).flat_map(move |s| (0..=total - a - s).map(move |f| (a, s, f))))
+}
+
+/// What one status update wrote: the status, the events and the metrics.
+pub type StatusOutcome = (
+    JobStatus,
+    Vec<crate::framework::JobEvent>,
+    Vec<crate::framework::JobMetric>,
+);
+
+/// Runs `rule` once on a `kind` job `train` in `ns` whose roles are in `roles` (`None`: the job
+/// lacks it), after a pass that left `prior`.
+pub fn run_status_rule(
+    rule: &crate::StatusRule,
+    kind: &str,
+    roles: &[(&str, Option<RoleCase>)],
+    prior: &JobStatus,
+) -> StatusOutcome {
+    use crate::api::ReplicaStatus;
+    use crate::framework::{Observed, RoleCounts, StatusOutput};
+    use crate::plan::StatusUpdate;
+
+    let present = || {
+        roles
+            .iter()
+            .filter_map(|(role, case)| Some(((*role).to_owned(), (*case)?)))
+    };
+    let specs: BTreeMap<String, ReplicaSpec> = present()
+        .map(|(role, c)| (role, replica(c.replicas, Some(c.restart_policy))))
+        .collect();
+    let counts: BTreeMap<String, RoleCounts> = present()
+        .map(|(role, c)| {
+            let counts = RoleCounts {
+                replicas: c.replicas,
+                restarted: c.restarted,
+                ..RoleCounts::default()
+            };
+            (role, counts)
+        })
+        .collect();
+    let mut status = prior.clone();
+    for (role, c) in present() {
+        let replica_status = ReplicaStatus {
+            active: c.active,
+            succeeded: c.succeeded,
+            failed: c.failed,
+            ..ReplicaStatus::default()
+        };
+        status.replica_statuses.insert(role, replica_status);
+    }
+    let (mut events, mut metrics) = (Vec::new(), Vec::new());
+    let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
+    let observed = Observed::default();
+    let job = JobName {
+        kind,
+        name: "train",
+        namespace: "ns",
+    };
+    let out = StatusOutput {
+        status: &mut status,
+        events: &mut events,
+        metrics: &mut metrics,
+    };
+    StatusUpdate::new(job, &now, out, &specs, &counts, &observed).apply_rule(rule);
+    (status, events, metrics)
+}
+
+/// Whether `old` and `new` write the same status, events and metrics for every job of `kind`
+/// over `roles`: every set of them present (roles in `required` always are, as admission
+/// requires), each present one in every [`RoleCase`], after a pass that left no condition,
+/// Running or Restarting. A set of roles with more states than `limit` gets `limit` of them,
+/// spread over all (a fixed stride), so that every role still varies. The number of states
+/// compared, or the first difference.
+pub fn compare_status_rules(
+    kind: &str,
+    old: &crate::StatusRule,
+    new: &crate::StatusRule,
+    roles: &[&str],
+    required: &[&str],
+    limit: u64,
+) -> Result<u64, String> {
+    use crate::api::{ConditionStatus, JobConditionType, reason, set_condition};
+
+    let cases = RoleCase::all();
+    let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
+    let mut priors = vec![JobStatus::default()];
+    for (type_, base) in [
+        (JobConditionType::Running, "Running"),
+        (JobConditionType::Restarting, "Restarting"),
+    ] {
+        let mut prior = JobStatus::default();
+        set_condition(
+            &mut prior,
+            type_,
+            ConditionStatus::True,
+            reason(kind, base),
+            String::new(),
+            &now,
+        );
+        priors.push(prior);
+    }
+    let mut compared = 0;
+    for subset in 0..1u64 << roles.len() {
+        let present = |i: usize| subset & (1 << i) != 0;
+        if roles
+            .iter()
+            .enumerate()
+            .any(|(i, r)| !present(i) && required.contains(r))
+        {
+            continue;
+        }
+        let varying = (0..roles.len()).filter(|i| present(*i)).count();
+        let states = (cases.len() as u64).pow(varying as u32) * priors.len() as u64;
+        let (count, stride) = if states <= limit {
+            (states, 1)
+        } else {
+            // A stride coprime to the number of states visits distinct ones.
+            let mut stride = states / limit;
+            while gcd(stride, states) != 1 {
+                stride += 1;
+            }
+            (limit, stride)
+        };
+        for i in 0..count {
+            let mut index = i * stride % states;
+            let prior = &priors[(index % priors.len() as u64) as usize];
+            index /= priors.len() as u64;
+            let mut job = Vec::with_capacity(roles.len());
+            for (r, role) in roles.iter().enumerate() {
+                let case = present(r).then(|| {
+                    let case = cases[(index % cases.len() as u64) as usize];
+                    index /= cases.len() as u64;
+                    case
+                });
+                job.push((*role, case));
+            }
+            let (a, b) = (
+                run_status_rule(old, kind, &job, prior),
+                run_status_rule(new, kind, &job, prior),
+            );
+            if a != b {
+                return Err(format!(
+                    "the rules differ for {job:?} after {:?}:\nold: {a:#?}\nnew: {b:#?}",
+                    prior.conditions
+                ));
+            }
+        }
+        compared += count;
+    }
+    Ok(compared)
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}

@@ -4,10 +4,11 @@ use kube::api::ApiResource;
 
 use super::job::{JobKind, RuntimeJob};
 use crate::api::RestartPolicy;
+use crate::cel_rule::CelRule;
 use crate::env::{EnvSpec, EnvValue, Template, TemplateError};
 use crate::info::{FrameworkInfo, FrameworkPort, Role};
 use crate::manifest::model::{EnvModel, Model, StatusModel, SuccessKind};
-use crate::manifest::{FrameworkManifest, Manifest, MasterRule, StatusRule};
+use crate::manifest::{CelStatus, FrameworkManifest, Manifest, MasterRule, RuleWording, StatusRule};
 use crate::policy::SuccessPolicy;
 
 /// A manifest-only framework of a run-time job kind.
@@ -119,10 +120,7 @@ fn env_spec(e: &EnvModel, roles: &[&str]) -> Result<EnvSpec, TemplateError> {
 
 fn status_rule(model: &Model) -> StatusRule {
     match &model.status {
-        StatusModel::SuccessRules {
-            subject,
-            exit_code_restart_events,
-        } => StatusRule::SuccessRules {
+        StatusModel::SuccessRules(wording) => StatusRule::SuccessRules {
             rules: model
                 .success
                 .iter()
@@ -132,19 +130,28 @@ fn status_rule(model: &Model) -> StatusRule {
                     SuccessKind::IndexZeroOf => SuccessPolicy::IndexZeroOf(role.clone()),
                 })
                 .collect(),
-            subject: subject.clone(),
-            exit_code_restart_events: *exit_code_restart_events,
+            wording: wording.clone(),
         },
         StatusModel::LeaderOrFollowers { leader, followers } => StatusRule::LeaderOrFollowers {
             leader: leader.clone(),
             followers: followers.clone(),
         },
-        StatusModel::Cel { succeeded, failed } => StatusRule::cel(succeeded, failed.as_deref()),
+        // Validated with the manifest: parsing again only builds the programs.
+        StatusModel::Cel {
+            succeeded,
+            running,
+            failed,
+            wording,
+        } => StatusRule::Cel(CelStatus {
+            succeeded: CelRule::parse(succeeded),
+            running: running.as_deref().map(CelRule::parse),
+            failed: failed.as_deref().map(CelRule::parse),
+            wording: wording.clone(),
+        }),
         // The validator only lets `hook` through with `hooks: true`, refused above.
         StatusModel::Hook => StatusRule::SuccessRules {
             rules: Vec::new(),
-            subject: None,
-            exit_code_restart_events: false,
+            wording: RuleWording::default(),
         },
     }
 }
@@ -233,13 +240,15 @@ spec:
         let status = &framework.manifest().status;
         assert_eq!(
             *status,
-            StatusRule::cel(
-                "replicas.Worker.succeeded > 0",
-                Some("replicas.Worker.failed > 1")
-            )
+            StatusRule::Cel(CelStatus {
+                succeeded: CelRule::parse("replicas.Worker.succeeded > 0"),
+                running: None,
+                failed: Some(CelRule::parse("replicas.Worker.failed > 1")),
+                wording: RuleWording::default(),
+            })
         );
         assert_eq!(status.check(), Ok(()));
-        let StatusRule::Cel { succeeded, .. } = status else {
+        let StatusRule::Cel(CelStatus { succeeded, .. }) = status else {
             panic!("{status:?}")
         };
         let counts = std::collections::BTreeMap::from([(

@@ -10,6 +10,7 @@ use crate::api::{
     ConditionStatus, JobConditionType, JobStatus, ReplicaSpec, RestartPolicy, reason, set_condition,
 };
 use crate::cel_rule::{CelError, CelRule, Counts, EvalError};
+use crate::manifest::{CelStatus, RuleWording, StatusRule};
 use crate::policy::SuccessPolicy;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -261,6 +262,22 @@ impl<'a> StatusUpdate<'a> {
         self.event(EventType::Warning, "Restarting", message);
     }
 
+    /// Sets the conditions as a manifest's data rule says. [`StatusRule::Hook`] is the
+    /// framework's code, which the caller runs: it changes nothing here.
+    pub fn apply_rule(&mut self, rule: &StatusRule) {
+        match rule {
+            StatusRule::SuccessRules { rules, wording } => {
+                let policy = SuccessPolicy::first_present(rules, self.specs);
+                self.apply_policy_worded(&policy, wording);
+            }
+            StatusRule::LeaderOrFollowers { leader, followers } => {
+                self.apply_leader_or_followers(leader.as_deref(), followers, false);
+            }
+            StatusRule::Cel(rule) => self.apply_expressions(rule),
+            StatusRule::Hook => {}
+        }
+    }
+
     /// Kubeflow's PyTorchJob and PaddleJob status functions. With a `leader` role the leader
     /// decides: Running while it runs, Succeeded once all its replicas succeeded. Without one the
     /// `followers` do: Succeeded once all succeeded (or, with `any_follower_succeeds`, one),
@@ -318,7 +335,7 @@ impl<'a> StatusUpdate<'a> {
     /// What Kubeflow's XGBoostJob and MXJob status functions add to the default policy: a role
     /// whose failed pods were replaced under restartPolicy ExitCode announces the restart as
     /// `<subject> <name> is restarting because <n> <role> replica(s) failed.`
-    pub fn announce_exit_code_restarts(&mut self, subject: &str) {
+    fn announce_exit_code_restarts(&mut self, subject: &str) {
         let name = self.name().to_owned();
         let restarted: Vec<(String, i32)> = self
             .specs
@@ -340,13 +357,12 @@ impl<'a> StatusUpdate<'a> {
     /// active and succeed per the rule; a failed replica of a role whose pods are not replaced
     /// (restartPolicy Never) fails the job. Success is checked first and ends the update.
     pub fn apply_policy(&mut self, success: &SuccessPolicy) {
-        let kind = self.kind().to_owned();
-        self.apply_policy_worded(success, &kind);
+        self.apply_policy_worded(success, &RuleWording::default());
     }
 
-    /// [`Self::apply_policy`] with `subject` opening the Failed message in place of the kind
-    /// (Kubeflow's MXJob writes `mxjob <name> is failed because ...`).
-    pub fn apply_policy_worded(&mut self, success: &SuccessPolicy, subject: &str) {
+    /// [`Self::apply_policy`] worded as a manifest says (`spec.status.subject`, e.g. Kubeflow's
+    /// MXJob writes `mxjob <name> is failed because ...`, and `exitCodeRestartEvents`).
+    pub fn apply_policy_worded(&mut self, success: &SuccessPolicy, wording: &RuleWording) {
         let specs = self.specs;
         let deciding: Vec<&str> = success
             .roles(specs)
@@ -364,26 +380,43 @@ impl<'a> StatusUpdate<'a> {
                 }
                 SuccessPolicy::AllRoles => deciding.iter().all(|r| all_succeeded(self, r)),
             };
+        let running = self.any_active(|role| deciding.contains(&role));
+        self.conclude(succeeded, running, wording);
+    }
+
+    /// Whether a role the job has and `deciding` accepts has an active pod.
+    fn any_active(&self, deciding: impl Fn(&str) -> bool) -> bool {
+        self.specs
+            .keys()
+            .filter(|role| deciding(role))
+            .any(|role| self.role(role).is_some_and(|r| r.active > 0))
+    }
+
+    /// What the manifest rules (`successRules`, `cel`) share once they know whether the job
+    /// succeeded and whether it runs: Succeeded in Kubeflow's words; else Running while it runs
+    /// (Restarting instead on a pass that replaced failed pods), and Failed once a role whose
+    /// pods are not replaced (restartPolicy Never) has a failed one. Restarts under
+    /// restartPolicy ExitCode are announced afterwards when the wording asks.
+    fn conclude(&mut self, succeeded: bool, running: bool, wording: &RuleWording) {
+        let subject = wording.subject.clone().unwrap_or_else(|| self.kind().to_owned());
         if succeeded {
             let (kind, name) = (self.kind(), self.name());
             self.set_succeeded(format!("{kind} {name} is successfully completed."));
-            return;
+        } else {
+            self.apply_progress(running, &subject);
         }
-        self.apply_progress(&deciding, subject);
+        if wording.exit_code_restart_events {
+            self.announce_exit_code_restarts(&subject);
+        }
     }
 
-    /// What every manifest rule does while the job has not succeeded: Running while one of the
-    /// `deciding` roles is active (Restarting instead on a pass that replaced failed pods), and
-    /// Failed once a role whose pods are not replaced (restartPolicy Never) has a failed one,
-    /// `subject` opening the message.
-    fn apply_progress(&mut self, deciding: &[&str], subject: &str) {
+    /// The job has not succeeded: Running while `running` and no failed pods were replaced in
+    /// this pass, Failed on the first role (by name) with a failed pod that is not replaced.
+    fn apply_progress(&mut self, running: bool, subject: &str) {
         let specs = self.specs;
         let (kind, name) = (self.kind().to_owned(), self.name().to_owned());
         // A pass that replaced failed pods reports Restarting, not Running.
-        let active = deciding
-            .iter()
-            .any(|r| self.role(r).is_some_and(|s| s.active > 0));
-        if active && !self.restarted_any() {
+        if running && !self.restarted_any() {
             self.set_running(format!("{kind} {name} is running."));
         }
         for role in specs.keys() {
@@ -398,36 +431,31 @@ impl<'a> StatusUpdate<'a> {
         }
     }
 
-    /// A manifest's `rule: cel`: Failed when the `failed` expression holds, else Succeeded when
-    /// the `succeeded` one does, else what the other rules do ([`Self::apply_progress`], every
-    /// role deciding). An expression that cannot be evaluated (or did not compile) counts as
+    /// A manifest's `rule: cel`: Failed when the `failed` expression holds; else as the
+    /// `successRules` rule does ([`Self::conclude`]), with the `succeeded` expression for its
+    /// success and the `running` one for Running (without one: a role whose counts `succeeded`
+    /// reads is active). An expression that cannot be evaluated (or did not compile) counts as
     /// false and is logged, once per update.
-    pub fn apply_expressions(
-        &mut self,
-        succeeded: Result<&CelRule, &CelError>,
-        failed: Option<Result<&CelRule, &CelError>>,
-    ) {
+    pub fn apply_expressions(&mut self, rule: &CelStatus) {
         let counts = self.expression_counts();
-        let (kind, ns, name) = (
-            self.kind().to_owned(),
-            self.namespace().to_owned(),
-            self.name().to_owned(),
-        );
-        if let Some(rule) = failed
-            && self.holds(rule, &counts, "failed")
+        if let Some(failed) = &rule.failed
+            && self.holds(failed.as_ref(), &counts, "failed")
         {
-            let source = rule.map_or("", CelRule::source);
-            self.set_failed(format!(
-                "{kind} {ns}/{name} has failed because the failure rule `{source}` holds"
-            ));
+            let subject = rule.wording.subject.as_deref().unwrap_or(self.job.kind);
+            let (name, source) = (self.name(), failed.as_ref().map_or("", CelRule::source));
+            let message = format!("{subject} {name} is failed because the failure rule `{source}` holds.");
+            // Nothing to announce: a failed job does not restart.
+            self.set_failed(message);
             return;
         }
-        if self.holds(succeeded, &counts, "succeeded") {
-            self.set_succeeded(format!("{kind} {ns}/{name} successfully completed."));
-            return;
-        }
-        let roles: Vec<&str> = self.specs.keys().map(String::as_str).collect();
-        self.apply_progress(&roles, &kind);
+        let succeeded = self.holds(rule.succeeded.as_ref(), &counts, "succeeded");
+        let running = !succeeded
+            && match (&rule.running, &rule.succeeded) {
+                (Some(running), _) => self.holds(running.as_ref(), &counts, "running"),
+                (None, Ok(succeeded)) => self.any_active(|role| succeeded.roles_read().contains(role)),
+                (None, Err(_)) => self.any_active(|_| true),
+            };
+        self.conclude(succeeded, running, &rule.wording);
     }
 
     /// What `replicas` holds for an expression: the counts of every role the job has.
@@ -477,6 +505,7 @@ mod tests {
 
     use super::*;
     use crate::api::ReplicaStatus;
+    use crate::policy::SuccessPolicy;
 
     /// Runs `apply_expressions` on a job of 4 Workers (restartPolicy Never) with `status`'s
     /// counts, returning the status and the events.
@@ -507,9 +536,12 @@ mod tests {
         };
         let mut update = StatusUpdate::new(job, &now, out, &specs, &counts, &observed);
         let roles = ["Worker"];
-        let succeeded = CelRule::compile(succeeded, &roles);
-        let failed = failed.map(|f| CelRule::compile(f, &roles));
-        update.apply_expressions(succeeded.as_ref(), failed.as_ref().map(Result::as_ref));
+        update.apply_expressions(&CelStatus {
+            succeeded: CelRule::compile(succeeded, &roles),
+            running: None,
+            failed: failed.map(|f| CelRule::compile(f, &roles)),
+            wording: RuleWording::default(),
+        });
         (job_status, events)
     }
 
@@ -528,7 +560,7 @@ mod tests {
     fn the_succeeded_expression_completes_the_job() {
         let (status, events) = apply(workers(2, 2, 0), HALF, None);
         let condition = status.condition(JobConditionType::Succeeded).unwrap();
-        assert_eq!(condition.message, "FooJob ns/train successfully completed.");
+        assert_eq!(condition.message, "FooJob train is successfully completed.");
         assert_eq!(condition.reason, "FooJobSucceeded");
         assert!(status.completion_time.is_some());
         assert_eq!(events[0].reason, "FooJobSucceeded");
@@ -552,7 +584,7 @@ mod tests {
         let condition = status.condition(JobConditionType::Failed).unwrap();
         assert_eq!(
             condition.message,
-            "FooJob ns/train has failed because the failure rule `replicas.Worker.active < replicas.Worker.total` holds"
+            "FooJob train is failed because the failure rule `replicas.Worker.active < replicas.Worker.total` holds."
         );
         assert_eq!(events[0].type_, EventType::Warning);
     }
@@ -573,5 +605,112 @@ mod tests {
         assert!(!status.is_finished());
         let (status, _) = apply(workers(1, 4, 0), "replicas.Chief.succeeded > 0 ||", None);
         assert!(!status.is_finished());
+    }
+
+    /// A `success` list and a cel rule that says the same, worded alike.
+    fn rules(
+        success: &[&str],
+        succeeded: &str,
+        running: Option<&str>,
+        subject: Option<&str>,
+    ) -> (StatusRule, StatusRule) {
+        let wording = RuleWording {
+            subject: subject.map(str::to_owned),
+            exit_code_restart_events: true,
+        };
+        let old = StatusRule::SuccessRules {
+            rules: success
+                .iter()
+                .map(|r| SuccessPolicy::AllOf((*r).to_owned()))
+                .collect(),
+            wording: wording.clone(),
+        };
+        let new = StatusRule::Cel(CelStatus {
+            succeeded: CelRule::parse(succeeded),
+            running: running.map(CelRule::parse),
+            failed: None,
+            wording,
+        });
+        (old, new)
+    }
+
+    #[test]
+    fn a_cel_rule_says_what_a_required_masters_success_rule_does() {
+        // Running needs no expression: the roles `succeeded` reads decide it.
+        let (old, new) = rules(
+            &["Master"],
+            "replicas.Master.succeeded >= replicas.Master.total",
+            None,
+            None,
+        );
+        let compared = crate::testing::compare_status_rules(
+            "FooJob",
+            &old,
+            &new,
+            &["Master", "Worker"],
+            &["Master"],
+            u64::MAX,
+        );
+        assert_eq!(compared, Ok(84 * 3 + 84 * 84 * 3));
+    }
+
+    #[test]
+    fn a_cel_rule_says_what_the_first_role_present_deciding_does() {
+        let (old, new) = rules(
+            &["Scheduler", "Worker"],
+            "has(replicas.Scheduler) ? replicas.Scheduler.succeeded >= replicas.Scheduler.total \
+             : has(replicas.Worker) ? replicas.Worker.succeeded >= replicas.Worker.total \
+             : size(replicas) > 0 && replicas.all(r, replicas[r].succeeded >= replicas[r].total)",
+            Some(
+                "has(replicas.Scheduler) ? replicas.Scheduler.active > 0 \
+                 : has(replicas.Worker) ? replicas.Worker.active > 0 \
+                 : replicas.exists(r, replicas[r].active > 0)",
+            ),
+            Some("foojob"),
+        );
+        let roles = ["Scheduler", "Server", "Worker"];
+        // Every set of roles, each after 3 prior conditions: 3 states without any, 84 x 3 with
+        // one, 10,000 sampled with two or three.
+        let compared = crate::testing::compare_status_rules("FooJob", &old, &new, &roles, &[], 10_000);
+        assert_eq!(compared, Ok(3 + 3 * 84 * 3 + 4 * 10_000));
+        // Without `running`, every role would decide Running (`replicas.all` reads them all).
+        let StatusRule::Cel(mut cel) = new else {
+            panic!("{new:?}")
+        };
+        cel.running = None;
+        let without_running = StatusRule::Cel(cel);
+        let compared =
+            crate::testing::compare_status_rules("FooJob", &old, &without_running, &roles, &[], 10_000);
+        assert!(compared.is_err_and(|e| e.contains("is running.")));
+    }
+
+    #[test]
+    fn running_defaults_to_the_roles_the_success_rule_reads() {
+        let rule = |succeeded: &str| {
+            StatusRule::Cel(CelStatus {
+                succeeded: CelRule::parse(succeeded),
+                running: None,
+                failed: None,
+                wording: RuleWording::default(),
+            })
+        };
+        let worker = crate::testing::RoleCase {
+            replicas: 2,
+            active: 2,
+            succeeded: 0,
+            failed: 0,
+            restart_policy: RestartPolicy::Never,
+            restarted: false,
+        };
+        let master = crate::testing::RoleCase { active: 0, ..worker };
+        let roles = [("Master", Some(master)), ("Worker", Some(worker))];
+        let running = |succeeded: &str| {
+            let (status, ..) =
+                crate::testing::run_status_rule(&rule(succeeded), "FooJob", &roles, &JobStatus::default());
+            status.is(JobConditionType::Running)
+        };
+        assert!(!running("replicas.Master.succeeded == replicas.Master.total"));
+        assert!(running("has(replicas.Master) && replicas.Worker.succeeded > 0"));
+        assert!(running("replicas.all(r, replicas[r].succeeded > 0)"));
     }
 }

@@ -5,6 +5,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::env::Template;
+use crate::manifest::RuleWording;
 use heck::{ToSnakeCase, ToUpperCamelCase};
 use serde::Deserialize;
 use serde_saphyr::Spanned;
@@ -100,6 +101,8 @@ struct RawStatus {
     exit_code_restart_events: bool,
     /// `rule: cel`: the CEL expression that makes the job succeed.
     succeeded: Option<S<String>>,
+    /// `rule: cel`: the CEL expression that says the job runs.
+    running: Option<S<String>>,
     /// `rule: cel`: the CEL expression that makes the job fail.
     failed: Option<S<String>>,
 }
@@ -217,10 +220,7 @@ pub struct EnvModel {
 /// How the job's conditions are set (`spec.status`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StatusModel {
-    SuccessRules {
-        subject: Option<String>,
-        exit_code_restart_events: bool,
-    },
+    SuccessRules(RuleWording),
     LeaderOrFollowers {
         leader: Option<String>,
         followers: String,
@@ -230,7 +230,9 @@ pub enum StatusModel {
     /// compile.
     Cel {
         succeeded: String,
+        running: Option<String>,
         failed: Option<String>,
+        wording: RuleWording,
     },
 }
 
@@ -720,21 +722,22 @@ fn validate_status(
 ) -> Result<StatusModel, ManifestError> {
     let known_role = roles.known;
     let Some(raw) = raw else {
-        return Ok(StatusModel::SuccessRules {
-            subject: None,
-            exit_code_restart_events: false,
-        });
+        return Ok(StatusModel::SuccessRules(RuleWording::default()));
     };
     let rule = raw.rule.as_ref().map_or("successRules", |r| r.value.as_str());
-    let only_success_rules = |field: &str, set: bool| -> Result<(), ManifestError> {
+    let only_worded_rules = |field: &str, set: bool| -> Result<(), ManifestError> {
         match (set, &raw.rule) {
             (true, Some(r)) => Err(c.err(
                 r,
                 &format!("spec.status.{field}"),
-                format!("applies to the `successRules` rule only, not `{rule}`; remove it"),
+                format!("applies to the `successRules` and `cel` rules only, not `{rule}`; remove it"),
             )),
             _ => Ok(()),
         }
+    };
+    let wording = RuleWording {
+        subject: raw.subject.as_ref().map(|s| s.value.clone()),
+        exit_code_restart_events: raw.exit_code_restart_events,
     };
     let no_success = |r: &S<String>| -> Result<(), ManifestError> {
         if has_success {
@@ -757,10 +760,7 @@ fn validate_status(
                 ));
             }
         }
-        return Ok(StatusModel::SuccessRules {
-            subject: raw.subject.as_ref().map(|s| s.value.clone()),
-            exit_code_restart_events: raw.exit_code_restart_events,
-        });
+        return Ok(StatusModel::SuccessRules(wording));
     };
     if !matches!(rule, "leaderOrFollowers" | "hook" | "cel") {
         return Err(c.err(
@@ -770,8 +770,6 @@ fn validate_status(
         ));
     }
     no_success(r)?;
-    only_success_rules("subject", raw.subject.is_some())?;
-    only_success_rules("exitCodeRestartEvents", raw.exit_code_restart_events)?;
     if rule == "cel" {
         for (field, given) in [("leader", &raw.leader), ("followers", &raw.followers)] {
             if let Some(g) = given {
@@ -782,8 +780,10 @@ fn validate_status(
                 ));
             }
         }
-        return validate_cel(raw, r, roles.names, c);
+        return validate_cel(raw, r, roles.names, wording, c);
     }
+    only_worded_rules("subject", raw.subject.is_some())?;
+    only_worded_rules("exitCodeRestartEvents", raw.exit_code_restart_events)?;
     only_cel_fields(raw, c)?;
     if rule == "hook" {
         if !hooks {
@@ -812,9 +812,13 @@ fn validate_status(
     })
 }
 
-/// `succeeded` and `failed` belong to `rule: cel`.
+/// `succeeded`, `running` and `failed` belong to `rule: cel`.
 fn only_cel_fields(raw: &RawStatus, c: &Checker<'_>) -> Result<(), ManifestError> {
-    for (field, given) in [("succeeded", &raw.succeeded), ("failed", &raw.failed)] {
+    for (field, given) in [
+        ("succeeded", &raw.succeeded),
+        ("running", &raw.running),
+        ("failed", &raw.failed),
+    ] {
         if let Some(g) = given {
             return Err(c.err(
                 g,
@@ -826,7 +830,7 @@ fn only_cel_fields(raw: &RawStatus, c: &Checker<'_>) -> Result<(), ManifestError
     Ok(())
 }
 
-/// `rule: cel`: `succeeded` is required, `failed` optional, and each must compile against the
+/// `rule: cel`: `succeeded` is required, `running` and `failed` optional, and each must compile against the
 /// declared roles. A CEL error is reported at the expression, its position within the
 /// expression in the message (a quoted or folded scalar moves the text, so the manifest column
 /// of a character inside it is not known).
@@ -834,6 +838,7 @@ fn validate_cel(
     raw: &RawStatus,
     rule: &S<String>,
     roles: &[&str],
+    wording: RuleWording,
     c: &Checker<'_>,
 ) -> Result<StatusModel, ManifestError> {
     let compile = |expr: &S<String>, field: &str| -> Result<String, ManifestError> {
@@ -855,8 +860,14 @@ fn validate_cel(
         )
     })?;
     let succeeded = compile(succeeded, "succeeded")?;
+    let running = raw.running.as_ref().map(|r| compile(r, "running")).transpose()?;
     let failed = raw.failed.as_ref().map(|f| compile(f, "failed")).transpose()?;
-    Ok(StatusModel::Cel { succeeded, failed })
+    Ok(StatusModel::Cel {
+        succeeded,
+        running,
+        failed,
+        wording,
+    })
 }
 
 fn validate_roles(roles: &S<Vec<RawRole>>, c: &Checker<'_>) -> Result<Vec<RoleModel>, ManifestError> {
@@ -1016,7 +1027,9 @@ STATUS";
             model.status,
             StatusModel::Cel {
                 succeeded: "replicas.Worker.succeeded * 2 >= replicas.Worker.total".into(),
+                running: None,
                 failed: Some("replicas.Master.failed > 0".into()),
+                wording: RuleWording::default(),
             }
         );
     }

@@ -15,10 +15,10 @@ use kfop_runtime::k8s_openapi::api::{{ module }}::{{ name }};
 {%- if !m.owned_types().is_empty() %}
 use kfop_runtime::kube::api::ApiResource;
 {%- endif %}
-{%- if m.has_success_rules() %}
-use kfop_runtime::policy::SuccessPolicy;
-{%- endif %}
-use kfop_runtime::{FrameworkManifest, Manifest, MasterRule, StatusRule};
+{%- for path in m.status_imports() %}
+use {{ path }};
+{%- endfor %}
+use kfop_runtime::{ {{- m.runtime_imports() -}} };
 
 use super::api::{{ m.kind }};
 
