@@ -4,9 +4,9 @@
 //! It has no code; with `hooks: true` in `kfop.yaml`, `kfop gen` creates `src/hooks.rs` for it.
 use std::sync::LazyLock;
 
+use kfop_runtime::cel_rule::CelRule;
 use kfop_runtime::env::{EnvSpec, EnvValue, Template, TemplateError};
-use kfop_runtime::policy::SuccessPolicy;
-use kfop_runtime::{FrameworkManifest, Manifest, MasterRule, StatusRule};
+use kfop_runtime::{CelStatus, FrameworkManifest, Manifest, MasterRule, RuleWording, StatusRule};
 
 use super::api::XGBoostJob;
 
@@ -88,11 +88,15 @@ fn env() -> Result<Vec<EnvSpec>, TemplateError> {
 /// The manifest, built once.
 static MANIFEST: LazyLock<FrameworkManifest> = LazyLock::new(|| FrameworkManifest {
     env: env(),
-    status: StatusRule::SuccessRules {
-        rules: vec![SuccessPolicy::AllOf("Master".to_owned())],
-        subject: None,
-        exit_code_restart_events: true,
-    },
+    status: StatusRule::Cel(CelStatus {
+        succeeded: CelRule::parse("replicas.Master.succeeded >= replicas.Master.total"),
+        running: None,
+        failed: None,
+        wording: RuleWording {
+            subject: None,
+            exit_code_restart_events: true,
+        },
+    }),
     master: MasterRule::Roles,
     owned: vec![],
 });
