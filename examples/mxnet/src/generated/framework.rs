@@ -4,9 +4,9 @@
 //! Its code is `impl Hooks for Mxnet` in `src/hooks.rs`.
 use std::sync::LazyLock;
 
+use kfop_runtime::cel_rule::CelRule;
 use kfop_runtime::env::{EnvSpec, TemplateError};
-use kfop_runtime::policy::SuccessPolicy;
-use kfop_runtime::{FrameworkManifest, Manifest, MasterRule, StatusRule};
+use kfop_runtime::{CelStatus, FrameworkManifest, Manifest, MasterRule, RuleWording, StatusRule};
 
 use super::api::MXJob;
 
@@ -22,14 +22,19 @@ fn env() -> Result<Vec<EnvSpec>, TemplateError> {
 /// The manifest, built once.
 static MANIFEST: LazyLock<FrameworkManifest> = LazyLock::new(|| FrameworkManifest {
     env: env(),
-    status: StatusRule::SuccessRules {
-        rules: vec![
-            SuccessPolicy::AllOf("Scheduler".to_owned()),
-            SuccessPolicy::AllOf("Worker".to_owned()),
-        ],
-        subject: Some("mxjob".to_owned()),
-        exit_code_restart_events: true,
-    },
+    status: StatusRule::Cel(CelStatus {
+        succeeded: CelRule::parse(
+            "has(replicas.Scheduler) ? replicas.Scheduler.succeeded >= replicas.Scheduler.total : has(replicas.Worker) ? replicas.Worker.succeeded >= replicas.Worker.total : size(replicas) > 0 && replicas.all(r, replicas[r].succeeded >= replicas[r].total)",
+        ),
+        running: Some(CelRule::parse(
+            "has(replicas.Scheduler) ? replicas.Scheduler.active > 0 : has(replicas.Worker) ? replicas.Worker.active > 0 : replicas.exists(r, replicas[r].active > 0)",
+        )),
+        failed: None,
+        wording: RuleWording {
+            subject: Some("mxjob".to_owned()),
+            exit_code_restart_events: true,
+        },
+    }),
     master: MasterRule::Roles,
     owned: vec![],
 });
