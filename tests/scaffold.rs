@@ -66,7 +66,14 @@ fn new_framework_builds_and_its_job_succeeds() {
     let cargo_toml = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
     let (dependencies, patch) = cargo_toml.split_once("[patch.crates-io]").unwrap();
     assert!(!dependencies.contains("path ="), "{cargo_toml}");
-    assert_eq!(patch.matches("path =").count(), 3, "{cargo_toml}");
+    // Every kfop crate the build pulls in, kfop-runtime's own dependencies included.
+    for krate in ["kfop-runtime", "kfop-derive", "kfop-crd-rules", "kfop-testenv"] {
+        assert!(
+            patch.contains(&format!("{krate} = {{ path = ")),
+            "{krate}: {cargo_toml}"
+        );
+    }
+    assert_eq!(patch.matches("path =").count(), 4, "{cargo_toml}");
 
     // Somewhere else entirely: nothing in the crate points back at where it was made.
     let moved = tmp.path().join("elsewhere/renamed");

@@ -34,6 +34,7 @@ pub mod plan;
 pub mod policy;
 pub mod relist;
 pub mod server;
+pub mod status_rule;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod webhook;

@@ -10,8 +10,8 @@ use crate::api::{
     ConditionStatus, JobConditionType, JobStatus, ReplicaSpec, RestartPolicy, reason, set_condition,
 };
 use crate::cel_rule::{CelError, CelRule, Counts, EvalError};
-use crate::manifest::{CelStatus, RuleWording, StatusRule};
 use crate::policy::SuccessPolicy;
+use crate::status_rule::{CelStatus, RuleWording, StatusRule};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventType {
