@@ -9,9 +9,10 @@ use crate::api::{CleanPodPolicy, ReplicaSpec};
 use crate::framework::{
     Framework, FrameworkError, JobContext, JobName, LifecycleWording, PodContext, TrainingJob,
 };
-use crate::manifest::{Manifest, StatusRule};
+use crate::manifest::Manifest;
 use crate::plan::{DesiredObject, StatusUpdate};
 use crate::policy::SuccessPolicy;
+use crate::status_rule::StatusRule;
 
 /// A framework's code: pod decoration, status, owned objects and the master pods, each
 /// defaulting to what the manifest says. The engine calls them in this order per pod: the

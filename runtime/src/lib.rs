@@ -48,11 +48,12 @@ pub use hooks::Hooks;
 pub use k8s_openapi;
 pub use kfop_derive::training_job;
 pub use kube;
-pub use manifest::{CelStatus, FrameworkManifest, Manifest, MasterRule, RuleWording, StatusRule};
+pub use manifest::{FrameworkManifest, Manifest, MasterRule};
 pub use plan::{DesiredObject, StatusUpdate};
 pub use schemars;
 pub use serde;
 pub use serde_json;
+pub use status_rule::{CelStatus, RuleWording, StatusRule};
 
 /// Paths the code `#[training_job]` generates needs in the user's module.
 #[doc(hidden)]

@@ -8,8 +8,9 @@ use crate::cel_rule::CelRule;
 use crate::env::{EnvSpec, EnvValue, Template, TemplateError};
 use crate::info::{FrameworkInfo, FrameworkPort, Role};
 use crate::manifest::model::{EnvModel, Model, StatusModel, SuccessKind};
-use crate::manifest::{CelStatus, FrameworkManifest, Manifest, MasterRule, RuleWording, StatusRule};
+use crate::manifest::{FrameworkManifest, Manifest, MasterRule};
 use crate::policy::SuccessPolicy;
+use crate::status_rule::{CelStatus, RuleWording, StatusRule};
 
 /// A manifest-only framework of a run-time job kind.
 #[derive(Debug)]

@@ -8,7 +8,7 @@ pub mod model;
 use crate::env::{EnvSpec, TemplateError};
 use crate::framework::TrainingJob;
 use crate::info::FrameworkInfo;
-pub use crate::status_rule::{CelStatus, RuleWording, StatusRule};
+use crate::status_rule::StatusRule;
 
 /// The manifest of one framework, as the runtime uses it.
 #[derive(Debug)]

@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::env::Template;
-use crate::manifest::RuleWording;
+use crate::status_rule::RuleWording;
 use heck::{ToSnakeCase, ToUpperCamelCase};
 use serde::Deserialize;
 use serde_saphyr::Spanned;
