@@ -1,8 +1,11 @@
 //! What the caches keep of a watched object: only what reconciling reads. `managedFields` is a
 //! third to nearly half of an object's JSON and a large tree once deserialized; a pod's and a
 //! service's spec is never read back (the planner builds children from the job's templates and
-//! reads only their metadata and status). This bounds the operator's memory per live job.
-use k8s_openapi::api::core::v1::{Pod, Service};
+//! reads only their metadata and status). Of a pod's status, hooks and the planner see its phase,
+//! reason, message, start time, conditions and each container's name, state, readiness and
+//! restarts, not its addresses, images or resources. This bounds the operator's memory per live
+//! job.
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod, PodStatus, Service};
 use kube::ResourceExt;
 use kube::api::{ApiResource, DynamicObject, TypeMeta};
 
@@ -28,10 +31,39 @@ pub fn slim_owned(kind: &ApiResource) -> impl Fn(&mut DynamicObject) + use<> {
     }
 }
 
-/// A cached pod: metadata and status.
+/// A cached pod: metadata and the status a reconcile reads.
 pub fn slim_pod(pod: &mut Pod) {
     slim(pod);
     pod.spec = None;
+    pod.status = pod.status.take().map(slim_pod_status);
+}
+
+fn slim_pod_status(status: PodStatus) -> PodStatus {
+    let containers = |statuses: Option<Vec<ContainerStatus>>| {
+        statuses.map(|all| all.into_iter().map(slim_container_status).collect())
+    };
+    PodStatus {
+        phase: status.phase,
+        reason: status.reason,
+        message: status.message,
+        start_time: status.start_time,
+        conditions: status.conditions,
+        container_statuses: containers(status.container_statuses),
+        init_container_statuses: containers(status.init_container_statuses),
+        ..PodStatus::default()
+    }
+}
+
+fn slim_container_status(status: ContainerStatus) -> ContainerStatus {
+    ContainerStatus {
+        name: status.name,
+        state: status.state,
+        last_state: status.last_state,
+        ready: status.ready,
+        started: status.started,
+        restart_count: status.restart_count,
+        ..ContainerStatus::default()
+    }
 }
 
 /// A cached service: metadata.
@@ -60,7 +92,14 @@ mod tests {
         let mut pod: Pod = serde_json::from_value(serde_json::json!({
             "metadata": { "name": "p", "labels": { "a": "b" }, "managedFields": [{ "manager": "kfop" }] },
             "spec": { "containers": [{ "name": "main" }] },
-            "status": { "phase": "Running" },
+            "status": {
+                "phase": "Running", "podIP": "10.0.0.1", "qosClass": "BestEffort",
+                "conditions": [{ "type": "Ready", "status": "True" }],
+                "containerStatuses": [{
+                    "name": "main", "image": "busybox", "imageID": "sha256:1", "ready": true,
+                    "restartCount": 2, "state": { "running": {} },
+                }],
+            },
         }))
         .unwrap();
         slim_pod(&mut pod);
@@ -70,6 +109,16 @@ mod tests {
         );
         assert!(pod.spec.is_none());
         assert_eq!(pod.labels()["a"], "b");
-        assert_eq!(pod.status.unwrap().phase.as_deref(), Some("Running"));
+        let status = pod.status.unwrap();
+        assert_eq!(status.phase.as_deref(), Some("Running"));
+        assert_eq!(status.conditions.unwrap()[0].type_, "Ready");
+        assert!(status.pod_ip.is_none() && status.qos_class.is_none());
+        let main = &status.container_statuses.unwrap()[0];
+        assert_eq!(
+            (main.name.as_str(), main.ready, main.restart_count),
+            ("main", true, 2)
+        );
+        assert!(main.state.as_ref().unwrap().running.is_some());
+        assert!(main.image.is_empty() && main.image_id.is_empty());
     }
 }

@@ -179,13 +179,13 @@ mod tests {
             )
                 .prop_map(|(replicas, restart_policy, containers)| ReplicaSpec {
                     replicas,
-                    template: PodTemplateSpec {
+                    template: Box::new(PodTemplateSpec {
                         metadata: None,
                         spec: containers.map(|containers| PodSpec {
                             containers,
                             ..PodSpec::default()
                         }),
-                    },
+                    }),
                     restart_policy,
                 })
         }

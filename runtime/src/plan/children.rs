@@ -32,7 +32,7 @@ pub fn build_pod<F: Framework>(
         .get(role)
         .ok_or_else(|| FrameworkError::new(format!("no replica spec for {role}")))?;
     let name = job.name_any();
-    let mut template: PodTemplateSpec = spec.template.clone();
+    let mut template: PodTemplateSpec = (*spec.template).clone();
     framework.decorate_pod(
         &PodContext {
             job,

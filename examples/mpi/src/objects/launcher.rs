@@ -66,7 +66,7 @@ pub fn launcher_env(
 pub fn pod_template(job: &MPIJob, spec: &ReplicaSpec) -> Result<PodTemplateSpec, FrameworkError> {
     let name = job.name_any();
     let extra = &job.spec.extra;
-    let mut template = spec.template.clone();
+    let mut template = (*spec.template).clone();
     let metadata = template.metadata.get_or_insert_with(Default::default);
     let labels = metadata.labels.get_or_insert_with(BTreeMap::new);
     labels.insert(OPERATOR_NAME.to_owned(), "mpi-operator".to_owned());
