@@ -42,6 +42,10 @@ pub struct Args {
     /// Skip the ceiling phase (no plain-client comparison)
     #[arg(long)]
     pub no_ceiling: bool,
+    /// Also run the operator again with jobs arriving at half the ceiling's rate (measured first
+    /// in the same run), for the latency target; needs the ceiling phase
+    #[arg(long, conflicts_with = "no_ceiling")]
+    pub paced: bool,
     /// Also run a peer operator on the same workload, last: `kubeflow` is training-operator
     /// v1.8.1 at its defaults (built from its Go module into the cache, run out of cluster)
     #[arg(long, value_enum)]

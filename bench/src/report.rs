@@ -7,10 +7,9 @@ use crate::stats::Percentiles;
 
 /// The operator's throughput must reach this share of the ceiling's.
 pub const TARGET_CEILING_RATIO: f64 = 0.8;
-/// p99 creation -> all pods must stay under this at [`TARGET_RATE`] jobs/s.
-pub const TARGET_P99_SECONDS: f64 = 2.0;
-pub const TARGET_RATE: f64 = 20.0;
-/// Peak RSS with this many live jobs must stay under [`TARGET_RSS_MB`].
+/// p99 creation -> all pods must stay within this when jobs arrive at half the ceiling's rate.
+pub const TARGET_P99_SECONDS: f64 = 1.0;
+/// Peak RSS with this many live jobs must stay within [`TARGET_RSS_MB`].
 pub const TARGET_LIVE_JOBS: usize = 1000;
 pub const TARGET_RSS_MB: f64 = 60.0;
 /// Against Kubeflow v1.8.1 at its defaults on the same workload (issue #17): throughput at least
@@ -56,7 +55,7 @@ pub fn ceiling_ratio(run: &Run) -> Option<f64> {
     Some(run.operator.throughput_all_pods? / ceiling)
 }
 
-/// The issue's four targets against this run.
+/// The issue's targets against this run.
 pub fn targets(run: &Run) -> Vec<Target> {
     let mut out = Vec::new();
     out.push(match ceiling_ratio(run) {
@@ -71,28 +70,34 @@ pub fn targets(run: &Run) -> Vec<Target> {
             verdict: Verdict::NotMeasured("no ceiling phase, or jobs unfinished".into()),
         },
     });
-    let p99_name = format!("p99 creation -> all pods < {TARGET_P99_SECONDS} s at {TARGET_RATE} jobs/s");
-    out.push(match run.operator.latency_all_pods {
-        Some(p) if (run.config.rate - TARGET_RATE).abs() < f64::EPSILON => Target {
+    let p99_name = format!(
+        "p99 creation -> all pods <= {TARGET_P99_SECONDS} s with jobs arriving at half the ceiling's rate"
+    );
+    out.push(match run.paced.as_ref().map(|p| (p.rate, &p.phase)) {
+        Some((rate, phase)) => Target {
             name: p99_name,
-            measured: format!("{:.2} s", p.p99),
-            verdict: Verdict::from_bool(p.p99 < TARGET_P99_SECONDS && run.operator.incomplete == 0),
-        },
-        _ => Target {
-            name: p99_name,
-            measured: run.operator.latency_all_pods.map_or_else(
-                || "-".into(),
-                |p| format!("{:.2} s at {}", p.p99, rate_label(run.config.rate)),
+            measured: phase
+                .latency_all_pods
+                .map_or_else(|| "-".into(), |p| format!("{:.2} s at {rate:.1} jobs/s", p.p99)),
+            verdict: Verdict::from_bool(
+                phase.incomplete == 0
+                    && phase
+                        .latency_all_pods
+                        .is_some_and(|p| p.p99 <= TARGET_P99_SECONDS),
             ),
-            verdict: Verdict::NotMeasured(format!("run with --rate {TARGET_RATE}")),
+        },
+        None => Target {
+            name: p99_name,
+            measured: "-".into(),
+            verdict: Verdict::NotMeasured("run with --paced".into()),
         },
     });
-    let rss_name = format!("operator RSS < {TARGET_RSS_MB} MB with {TARGET_LIVE_JOBS} live jobs");
+    let rss_name = format!("operator peak RSS <= {TARGET_RSS_MB} MB with {TARGET_LIVE_JOBS} live jobs");
     out.push(match &run.operator.process {
         Some(p) if run.operator.jobs >= TARGET_LIVE_JOBS => Target {
             name: rss_name,
             measured: format!("{:.1} MB peak", p.peak_rss_mb),
-            verdict: Verdict::from_bool(p.peak_rss_mb < TARGET_RSS_MB),
+            verdict: Verdict::from_bool(p.peak_rss_mb <= TARGET_RSS_MB),
         },
         p => Target {
             name: rss_name,
@@ -179,9 +184,32 @@ fn pct(p: Option<Percentiles>) -> String {
 
 /// The markdown report.
 pub fn markdown(run: &Run) -> String {
-    let c = &run.config;
     let mut md = String::new();
     let _ = writeln!(md, "# kfop scale benchmark\n");
+    md.push_str(&summary(run, "##"));
+    if let Some(requests) = &run.operator.requests {
+        let _ = writeln!(
+            md,
+            "\n## Operator API requests per job ({})\n\n| verb resource code | per job |\n|---|---|",
+            run.operator.name
+        );
+        for (kind, per_job) in &requests.per_job_by_kind {
+            let _ = writeln!(md, "| {kind} | {per_job:.2} |");
+        }
+    }
+    let _ = writeln!(
+        md,
+        "\nPlots: [latency.svg](latency.svg) (per-job latency by submission time), \
+         [rss.svg](rss.svg) (operator RSS over time). Raw data: results.json (summary.json without per-job timelines and samples)."
+    );
+    md
+}
+
+/// The workload, the phases' figures side by side with the operator's as ratios of each
+/// baseline, and the targets; `heading` is the markdown level of the targets' heading.
+fn summary(run: &Run, heading: &str) -> String {
+    let c = &run.config;
+    let mut md = String::new();
     let _ = writeln!(
         md,
         "{} PyTorchJobs ({} pods each: 1 master + {} workers), submitted {}; each pod runs {} s \
@@ -208,6 +236,7 @@ pub fn markdown(run: &Run) -> String {
     let mut phases: Vec<&Phase> = vec![&run.operator];
     phases.extend(run.ceiling.as_ref());
     phases.extend(run.all_schemes.as_ref());
+    phases.extend(run.paced.as_ref().map(|p| &p.phase));
     phases.extend(run.kubeflow.as_ref());
     // The operator's figures as ratios against each baseline of the same run.
     let baselines: Vec<(&str, &Phase)> = [("ceiling", &run.ceiling), ("Kubeflow", &run.kubeflow)]
@@ -286,6 +315,11 @@ pub fn markdown(run: &Run) -> String {
         ratio(|p| p.process.as_ref().map(|s| s.peak_rss_mb)),
     );
     row(
+        "operator memory per live job, (peak - idle) / jobs (kB)",
+        &|p| num(p.process.as_ref().and_then(|s| s.kb_per_job(p.jobs)), 1),
+        ratio(|p| p.process.as_ref().and_then(|s| s.kb_per_job(p.jobs))),
+    );
+    row(
         "API requests per job",
         &|p| num(p.requests.as_ref().map(|r| r.per_job), 1),
         ratio(|p| p.requests.as_ref().map(|r| r.per_job)),
@@ -311,34 +345,18 @@ pub fn markdown(run: &Run) -> String {
         no_tail(),
     );
 
-    let _ = writeln!(md, "\n## Targets (issue #8)\n");
+    let _ = writeln!(md, "\n{heading} Targets (issue #17)\n");
     let _ = writeln!(md, "| target | measured | result |\n|---|---|---|");
     for t in targets(run) {
         let _ = writeln!(md, "| {} | {} | {} |", t.name, t.measured, t.verdict.cell());
     }
-
-    if let Some(requests) = &run.operator.requests {
-        let _ = writeln!(
-            md,
-            "\n## Operator API requests per job ({})\n\n| verb resource code | per job |\n|---|---|",
-            run.operator.name
-        );
-        for (kind, per_job) in &requests.per_job_by_kind {
-            let _ = writeln!(md, "| {kind} | {per_job:.2} |");
-        }
-    }
-    let _ = writeln!(
-        md,
-        "\nPlots: [latency.svg](latency.svg) (per-job latency by submission time), \
-         [rss.svg](rss.svg) (operator RSS over time). Raw data: results.json."
-    );
     md
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::{ProcessStats, RequestStats, RunConfig};
+    use crate::results::{Paced, ProcessStats, RequestStats, RunConfig};
 
     fn phase(name: &str, throughput: f64, p99: f64, rss: f64) -> Phase {
         Phase {
@@ -386,18 +404,22 @@ mod tests {
             }),
             all_schemes: Some(phase("operator (all kinds)", 39.0, 1.6, 56.0)),
             kubeflow: Some(phase("Kubeflow", 10.0, 5.0, 229.0)),
+            paced: Some(Paced {
+                rate: 22.5,
+                phase: phase("operator at 22.5 jobs/s", 22.0, 1.2, 50.0),
+            }),
         }
     }
 
     #[test]
     fn verdicts() {
-        let t = targets(&run(20.0));
+        let t = targets(&run(0.0));
         let verdicts: Vec<_> = t.iter().map(|t| t.verdict.clone()).collect();
         assert_eq!(
             verdicts,
             vec![
                 Verdict::Met,
-                Verdict::Met,
+                Verdict::Missed,
                 Verdict::Met,
                 Verdict::Missed,
                 Verdict::Met,
@@ -410,18 +432,65 @@ mod tests {
             ("4.00 x", "0.22 x")
         );
         assert_eq!(t[0].measured, "0.89 x");
+        assert_eq!(t[1].measured, "1.20 s at 22.5 jobs/s");
         assert_eq!(t[3].measured, "idle +12.0%, peak +12.0%");
 
-        let t = targets(&run(0.0));
-        assert!(matches!(t[1].verdict, Verdict::NotMeasured(_)));
         let mut slow = run(0.0);
         slow.operator.throughput_all_pods = Some(10.0);
         slow.all_schemes = None;
         slow.kubeflow = None;
+        slow.paced = None;
         let t = targets(&slow);
         assert_eq!(t[0].verdict, Verdict::Missed);
+        assert!(matches!(t[1].verdict, Verdict::NotMeasured(_)));
         assert!(matches!(t[3].verdict, Verdict::NotMeasured(_)));
         assert!(matches!(t[4].verdict, Verdict::NotMeasured(_)));
+    }
+
+    /// Where the README shows a run's summary, regenerated from the committed results.
+    const README_BEGIN: &str = "<!-- scale results: generated from bench/results/burst/summary.json by `KFOP_BLESS=1 cargo test -p kfop-bench readme` -->";
+    const README_END: &str = "<!-- end of scale results -->";
+
+    /// The README's section for `run`: its workload, figures and targets, between the markers.
+    fn readme_section(run: &Run) -> String {
+        format!("{README_BEGIN}\n{}{README_END}", summary(run, "####"))
+    }
+
+    /// The README's scale section is the committed burst run's, rendered; bless to regenerate.
+    #[test]
+    fn readme_shows_the_committed_results() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let json = std::fs::read_to_string(root.join("bench/results/burst/summary.json")).unwrap();
+        let section = readme_section(&serde_json::from_str(&json).unwrap());
+        let path = root.join("README.md");
+        let readme = std::fs::read_to_string(&path).unwrap();
+        let start = readme
+            .find(README_BEGIN)
+            .expect("README has the scale results' start marker");
+        let end = readme
+            .find(README_END)
+            .expect("README has the scale results' end marker")
+            + README_END.len();
+        if std::env::var_os("KFOP_BLESS").is_some() {
+            std::fs::write(&path, format!("{}{section}{}", &readme[..start], &readme[end..])).unwrap();
+            return;
+        }
+        assert!(
+            readme[start..end] == section,
+            "README's scale results are not bench/results/burst/summary.json's: \
+             run KFOP_BLESS=1 cargo test -p kfop-bench readme\n{section}"
+        );
+    }
+
+    #[test]
+    fn memory_per_live_job_is_the_growth_over_idle() {
+        let p = phase("operator", 40.0, 1.0, 50.0);
+        let kb = p.process.as_ref().and_then(|s| s.kb_per_job(p.jobs));
+        assert_eq!(kb, Some(25.0), "(50 - 25) MB over 1000 jobs");
+        assert!(
+            markdown(&run(0.0))
+                .contains("| operator memory per live job, (peak - idle) / jobs (kB) | 25.0 |")
+        );
     }
 
     #[test]
@@ -430,11 +499,13 @@ mod tests {
         assert!(md.starts_with("# kfop scale benchmark"));
         assert!(
             md.contains(
-                "| | operator (pytorchjob) | ceiling | operator (all kinds) | Kubeflow | operator / ceiling | operator / Kubeflow |"
+                "| | operator (pytorchjob) | ceiling | operator (all kinds) | operator at 22.5 jobs/s | Kubeflow | operator / ceiling | operator / Kubeflow |"
             )
         );
         assert!(
-            md.contains("| jobs/s, creation -> all pods exist | 40.0 | 45.0 | 39.0 | 10.0 | 0.89 | 4.00 |"),
+            md.contains(
+                "| jobs/s, creation -> all pods exist | 40.0 | 45.0 | 39.0 | 22.0 | 10.0 | 0.89 | 4.00 |"
+            ),
             "{md}"
         );
         assert!(md.contains("| create pods 201 | 4.00 |"));

@@ -50,6 +50,11 @@ impl ProcessStats {
             end_rss_mb: last.rss_mb,
         })
     }
+
+    /// What each live job costs the operator: the peak's growth over idle, per job (KB).
+    pub fn kb_per_job(&self, jobs: usize) -> Option<f64> {
+        (jobs > 0).then(|| (self.peak_rss_mb - self.idle_rss_mb) * 1000.0 / jobs as f64)
+    }
 }
 
 /// The operator's API requests during a phase, from `kfop_client_requests_total`.
@@ -214,6 +219,37 @@ pub struct Run {
     /// Kubeflow's training-operator on the same workload, with `--peer kubeflow`.
     #[serde(default)]
     pub kubeflow: Option<Phase>,
+    /// The operator again with jobs arriving at half the ceiling's rate, with `--paced`.
+    #[serde(default)]
+    pub paced: Option<Paced>,
+}
+
+impl Run {
+    /// The run's figures without its per-job timelines and samples: small enough to commit, and
+    /// what the README's table is rendered from.
+    pub fn summary(&self) -> Self {
+        let mut run = self.clone();
+        let phases = [
+            Some(&mut run.operator),
+            run.ceiling.as_mut(),
+            run.all_schemes.as_mut(),
+        ]
+        .into_iter()
+        .chain([run.kubeflow.as_mut(), run.paced.as_mut().map(|p| &mut p.phase)]);
+        for phase in phases.flatten() {
+            phase.timeline = Timeline::default();
+            phase.samples.clear();
+        }
+        run
+    }
+}
+
+/// An operator phase whose jobs arrived at a steady rate derived from the run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Paced {
+    /// Jobs per second.
+    pub rate: f64,
+    pub phase: Phase,
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use crate::cli::{Args, PeerOperator};
 use crate::error::{Error, Result};
 use crate::observe::Observed;
 use crate::operator::{self, Operator};
-use crate::results::{Phase, ProcessStats, RequestMetrics, RequestStats, Run, RunConfig};
+use crate::results::{Paced, Phase, ProcessStats, RequestMetrics, RequestStats, Run, RunConfig};
 use crate::sample::{Sample, Sampler};
 use crate::submit::{self, PODS_PER_JOB, Pace};
 use crate::timeline::Timeline;
@@ -45,6 +45,7 @@ pub async fn run(args: &Args) -> Result<Run> {
             namespace: "bench-operator",
             schemes: &schemes,
             capture: !args.no_ceiling,
+            rate: args.rate,
             log: results.join("operator.log"),
         },
     )
@@ -70,6 +71,7 @@ pub async fn run(args: &Args) -> Result<Run> {
                 namespace: "bench-all-kinds",
                 schemes: &every,
                 capture: false,
+                rate: args.rate,
                 log: results.join("operator-all-kinds.log"),
             },
         )
@@ -77,6 +79,28 @@ pub async fn run(args: &Args) -> Result<Run> {
         Some(phase)
     } else {
         None
+    };
+    let paced = match ceiling.as_ref().and_then(|c| c.throughput_all_pods) {
+        Some(ceiling_rate) if args.paced => {
+            let rate = ceiling_rate / 2.0;
+            let (phase, _) = operator_phase(
+                args,
+                &bin,
+                &plane,
+                &client,
+                &OperatorPhase {
+                    name: format!("operator at {rate:.1} jobs/s (half the ceiling)"),
+                    namespace: "bench-paced",
+                    schemes: &schemes,
+                    capture: false,
+                    rate,
+                    log: results.join("operator-paced.log"),
+                },
+            )
+            .await?;
+            Some(Paced { rate, phase })
+        }
+        _ => None,
     };
     let kubeflow = match args.peer {
         Some(PeerOperator::Kubeflow) => Some(kubeflow_phase(args, &plane, &client).await?),
@@ -90,6 +114,7 @@ pub async fn run(args: &Args) -> Result<Run> {
         ceiling,
         all_schemes,
         kubeflow,
+        paced,
     };
     write_results(&run, &results)?;
     drop(plane);
@@ -143,9 +168,12 @@ fn config(args: &Args) -> RunConfig {
 
 /// Writes every results file into `dir`.
 pub fn write_results(run: &Run, dir: &Path) -> Result<()> {
-    let json = serde_json::to_string_pretty(run)?;
-    let path = dir.join("results.json");
-    std::fs::write(&path, json).map_err(|e| Error::io(&path, e))?;
+    let summary = run.summary();
+    for (name, run) in [("results.json", run), ("summary.json", &summary)] {
+        let path = dir.join(name);
+        let json = serde_json::to_string_pretty(run)?;
+        std::fs::write(&path, json).map_err(|e| Error::io(&path, e))?;
+    }
     let path = dir.join("results.md");
     std::fs::write(&path, report::markdown(run)).map_err(|e| Error::io(&path, e))?;
     plot::write(run, dir)
@@ -157,6 +185,8 @@ struct OperatorPhase<'a> {
     schemes: &'a [String],
     /// Capture the created pods and services for the ceiling.
     capture: bool,
+    /// Jobs per second; 0 for all at once.
+    rate: f64,
     log: PathBuf,
 }
 
@@ -191,9 +221,15 @@ async fn operator_phase(
     flags.extend(config(args).operator_args);
     let mut operator = Operator::spawn(bin, plane.kubeconfig(), &flags, &phase.log).await?;
     operator.wait_ready(Duration::from_secs(60)).await?;
-    let measured = measure(args, client, phase.namespace, &phase.name, operator.pid(), || {
-        operator.scrape()
-    })
+    let measured = measure(
+        args,
+        phase.rate,
+        client,
+        phase.namespace,
+        &phase.name,
+        operator.pid(),
+        || operator.scrape(),
+    )
     .await?;
     let captured = if phase.capture {
         tokio::time::sleep(ceiling::CAPTURE_SETTLE).await;
@@ -234,10 +270,11 @@ impl Measured {
     }
 }
 
-/// Submits the jobs into `namespace`, watched by the operator process `pid` whose metrics
-/// `scrape` reads, and waits for every job to succeed (or the timeout).
+/// Submits the jobs into `namespace` at `rate` (0: all at once), watched by the operator process
+/// `pid` whose metrics `scrape` reads, and waits for every job to succeed (or the timeout).
 async fn measure<Fut>(
     args: &Args,
+    rate: f64,
     client: &Client,
     namespace: &str,
     name: &str,
@@ -256,8 +293,8 @@ where
     let resource = submit::pytorch_resource();
     let watches = observed.watch(client, namespace, Some(&resource));
     let jobs_api = kube::Api::namespaced_with(client.clone(), namespace, &resource);
-    let pace = if args.rate > 0.0 {
-        Pace::Rate(args.rate)
+    let pace = if rate > 0.0 {
+        Pace::Rate(rate)
     } else {
         Pace::AllAtOnce {
             parallelism: args.submit_parallelism,
@@ -302,7 +339,7 @@ async fn kubeflow_phase(args: &Args, plane: &ControlPlane, client: &Client) -> R
     )
     .await?;
     let addr = peer.metrics_addr();
-    let measured = measure(args, client, namespace, name, peer.pid(), || {
+    let measured = measure(args, args.rate, client, namespace, name, peer.pid(), || {
         operator::scrape(addr)
     })
     .await?;
