@@ -9,9 +9,10 @@ pub struct ReplicaSpec {
     /// Desired number of replicas; defaults to 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replicas: Option<i32>,
-    /// The pod template of this replica type. Boxed: a map's node holds room for eleven values
-    /// inline, and a `PodTemplateSpec` is about 2.4 KB before any of its content, so unboxed the
-    /// replica specs of every cached job cost about 27 KB.
+    /// The pod template of this replica type.
+    // Boxed (a plain comment: doc comments become the CRD's description): a map's node holds
+    // room for eleven values inline, and a `PodTemplateSpec` is about 2.4 KB before any of its
+    // content, so unboxed the replica specs of every cached job cost about 27 KB.
     #[serde(default)]
     #[schemars(schema_with = "crate::api::preserve_unknown_object")]
     pub template: Box<PodTemplateSpec>,
