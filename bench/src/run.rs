@@ -35,20 +35,18 @@ pub async fn run(args: &Args) -> Result<Run> {
 
     let mut config = config(args);
     let schemes = args.enable_scheme.clone();
-    let (first, captured) = operator_phase(
-        args,
-        &bin,
-        &plane,
-        &client,
-        &OperatorPhase {
-            name: format!("operator ({})", schemes.join(",")),
-            namespace: "bench-operator",
-            schemes: &schemes,
-            capture: !args.no_ceiling,
-            rate: args.rate,
-            log: results.join("operator.log"),
-        },
-    )
+    // One operator phase on this plane with this binary.
+    let (on_bin, on_plane, on_client) = (&bin, &plane, &client);
+    let operator_run =
+        async |phase: OperatorPhase<'_>| operator_phase(args, on_bin, on_plane, on_client, &phase).await;
+    let (first, captured) = operator_run(OperatorPhase {
+        name: format!("operator ({})", schemes.join(",")),
+        namespace: "bench-operator",
+        schemes: &schemes,
+        capture: !args.no_ceiling,
+        rate: args.rate,
+        log: results.join("operator.log"),
+    })
     .await?;
 
     let ceiling = match captured {
@@ -61,20 +59,14 @@ pub async fn run(args: &Args) -> Result<Run> {
             .iter()
             .map(|(name, _)| (*name).to_owned())
             .collect();
-        let (phase, _) = operator_phase(
-            args,
-            &bin,
-            &plane,
-            &client,
-            &OperatorPhase {
-                name: format!("operator (all {} kinds)", every.len()),
-                namespace: "bench-all-kinds",
-                schemes: &every,
-                capture: false,
-                rate: args.rate,
-                log: results.join("operator-all-kinds.log"),
-            },
-        )
+        let (phase, _) = operator_run(OperatorPhase {
+            name: format!("operator (all {} kinds)", every.len()),
+            namespace: "bench-all-kinds",
+            schemes: &every,
+            capture: false,
+            rate: args.rate,
+            log: results.join("operator-all-kinds.log"),
+        })
         .await?;
         Some(phase)
     } else {
@@ -83,20 +75,14 @@ pub async fn run(args: &Args) -> Result<Run> {
     let paced = match ceiling.as_ref().and_then(|c| c.throughput_all_pods) {
         Some(ceiling_rate) if args.paced => {
             let rate = ceiling_rate / 2.0;
-            let (phase, _) = operator_phase(
-                args,
-                &bin,
-                &plane,
-                &client,
-                &OperatorPhase {
-                    name: format!("operator at {rate:.1} jobs/s (half the ceiling)"),
-                    namespace: "bench-paced",
-                    schemes: &schemes,
-                    capture: false,
-                    rate,
-                    log: results.join("operator-paced.log"),
-                },
-            )
+            let (phase, _) = operator_run(OperatorPhase {
+                name: format!("operator at {rate:.1} jobs/s (half the ceiling)"),
+                namespace: "bench-paced",
+                schemes: &schemes,
+                capture: false,
+                rate,
+                log: results.join("operator-paced.log"),
+            })
             .await?;
             Some(Paced { rate, phase })
         }
