@@ -8,8 +8,12 @@
 //! controller was lost (#11: jobs stranded after other kinds' pods were deleted). An owner name
 //! taken from the event itself cannot go stale, and deletions trigger too (a pod deleted from
 //! outside must be recreated).
+use std::time::Duration;
+
 use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
+use futures::{Stream, StreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::runtime::scheduler::{ScheduleRequest, scheduler};
 
 /// The job a child event is about.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -91,10 +95,19 @@ impl Router {
     }
 }
 
+/// Each owner of `triggers` once per burst: `window` after its first trigger, with every later
+/// trigger of the same owner until then folded in. kube-runtime's scheduler keeps the earliest
+/// time asked for a message, which is exactly that.
+pub fn coalesced(triggers: Triggers, window: Duration) -> impl Stream<Item = Owner> + Send {
+    scheduler(triggers.map(move |owner| ScheduleRequest {
+        message: owner,
+        run_at: tokio::time::Instant::now() + window,
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use futures::StreamExt;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
     fn child(owner_kind: &str, controller: bool) -> ObjectMeta {
@@ -134,6 +147,32 @@ mod tests {
         );
         assert_eq!(tf.next().await, Some(owner));
         assert_eq!(tf.next().await, None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_burst_of_one_owners_changes_is_one_trigger_after_the_window() {
+        let router = Router::default();
+        let triggers = router.subscribe("kubeflow.org/v1", "TFJob");
+        let mut out = Box::pin(coalesced(triggers, Duration::from_millis(250)));
+        let start = tokio::time::Instant::now();
+        for _ in 0..3 {
+            router.route(&child("TFJob", true));
+            // Polled as the controller does, so each change is read when it is sent.
+            assert!(futures::poll!(out.next()).is_pending(), "held for the window");
+            tokio::time::advance(Duration::from_millis(50)).await;
+        }
+        let first = out.next().await.unwrap();
+        assert_eq!(first.name, "job");
+        assert_eq!(
+            start.elapsed(),
+            Duration::from_millis(250),
+            "fired at the first change's window"
+        );
+        // Nothing else is pending: a later change starts a new burst.
+        router.route(&child("TFJob", true));
+        let again = tokio::time::timeout(Duration::from_millis(249), out.next()).await;
+        assert!(again.is_err(), "the new burst waits its own window");
+        assert_eq!(out.next().await.unwrap(), first);
     }
 
     #[test]
