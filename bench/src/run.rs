@@ -36,9 +36,8 @@ pub async fn run(args: &Args) -> Result<Run> {
     let mut config = config(args);
     let schemes = args.enable_scheme.clone();
     // One operator phase on this plane with this binary.
-    let (on_bin, on_plane, on_client) = (&bin, &plane, &client);
     let operator_run =
-        async |phase: OperatorPhase<'_>| operator_phase(args, on_bin, on_plane, on_client, &phase).await;
+        async |phase: OperatorPhase<'_>| operator_phase(args, &bin, &plane, &client, &phase).await;
     let (first, captured) = operator_run(OperatorPhase {
         name: format!("operator ({})", schemes.join(",")),
         namespace: "bench-operator",

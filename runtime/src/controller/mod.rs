@@ -28,8 +28,10 @@ pub use events::EventWriter;
 pub use observe::{Deleted, observe};
 pub use per_job::PerJob;
 pub use resync::{Activity, CACHE_GRACE};
-pub use triggers::{Owner, Router, Triggers, coalesced};
+pub use triggers::{Owner, Router, Triggers};
 pub use written::Written;
+
+use triggers::coalesced;
 
 use crate::children::Children;
 use crate::error::{Error, Result};
