@@ -8,11 +8,11 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use k8s_openapi::api::core::v1::PodStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
 use kfop_runtime::children::Children;
 use kfop_runtime::labels;
-use kfop_runtime::plan::{Observed, plan};
+use kfop_runtime::plan::{Observed, ObservedPod, plan};
 use kfop_runtime::relist::Settled;
 use kfop_runtime::testing::{TestFramework, TestJob, job, replica};
 use kube::runtime::reflector;
@@ -21,8 +21,8 @@ use kube::runtime::watcher::Event;
 const PODS_PER_JOB: usize = 4;
 
 /// A running worker pod of `job-<job>`, labelled as the planner labels its pods.
-fn pod(job: usize, index: usize) -> Pod {
-    let mut pod = Pod::default();
+fn pod(job: usize, index: usize) -> ObservedPod {
+    let mut pod = ObservedPod::default();
     pod.metadata.name = Some(format!("job-{job}-worker-{index}"));
     pod.metadata.namespace = Some("bench".into());
     pod.metadata.labels = Some(
@@ -78,7 +78,7 @@ fn main() {
     let mut first_pass = None;
     for jobs in [100, 1_000, 10_000] {
         let job_objects: Vec<TestJob> = (0..jobs).map(test_job).collect();
-        let (store, mut writer) = reflector::store::<Pod>();
+        let (store, mut writer) = reflector::store::<ObservedPod>();
         let children = Children::new(store.clone(), ());
         for job in 0..jobs {
             for index in 0..PODS_PER_JOB {

@@ -1,13 +1,16 @@
 //! What the caches keep of a watched object: only what reconciling reads. `managedFields` is a
 //! third to nearly half of an object's JSON and a large tree once deserialized; a pod's and a
 //! service's spec is never read back (the planner builds children from the job's templates and
-//! reads only their metadata and status). Of a pod's status, hooks and the planner see its phase,
+//! reads only their metadata and status), so pods are cached as [`ObservedPod`] (no spec field)
+//! and services come from a metadata-only watch. Of a pod's status, hooks and the planner see its phase,
 //! reason, message, start time, conditions and each container's name, state, readiness and
 //! restarts, not its addresses, images or resources. This bounds the operator's memory per live
 //! job.
-use k8s_openapi::api::core::v1::{ContainerStatus, Pod, PodStatus, Service};
+use k8s_openapi::api::core::v1::{ContainerStatus, PodStatus};
 use kube::ResourceExt;
 use kube::api::{ApiResource, DynamicObject, TypeMeta};
+
+use crate::framework::ObservedPod;
 
 /// For every cached object: no `managedFields`.
 pub fn slim<K: ResourceExt>(object: &mut K) {
@@ -32,9 +35,8 @@ pub fn slim_owned(kind: &ApiResource) -> impl Fn(&mut DynamicObject) + use<> {
 }
 
 /// A cached pod: metadata and the status a reconcile reads.
-pub fn slim_pod(pod: &mut Pod) {
+pub fn slim_pod(pod: &mut ObservedPod) {
     slim(pod);
-    pod.spec = None;
     pod.status = pod.status.take().map(slim_pod_status);
 }
 
@@ -66,12 +68,6 @@ fn slim_container_status(status: ContainerStatus) -> ContainerStatus {
     }
 }
 
-/// A cached service: metadata.
-pub fn slim_service(service: &mut Service) {
-    slim(service);
-    service.spec = None;
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -89,7 +85,7 @@ mod tests {
 
     #[test]
     fn cached_pods_keep_metadata_and_status_only() {
-        let mut pod: Pod = serde_json::from_value(serde_json::json!({
+        let mut pod: ObservedPod = serde_json::from_value(serde_json::json!({
             "metadata": { "name": "p", "labels": { "a": "b" }, "managedFields": [{ "manager": "kfop" }] },
             "spec": { "containers": [{ "name": "main" }] },
             "status": {
@@ -107,7 +103,6 @@ mod tests {
             pod.metadata.managed_fields,
             Some(Vec::<ManagedFieldsEntry>::new())
         );
-        assert!(pod.spec.is_none());
         assert_eq!(pod.labels()["a"], "b");
         let status = pod.status.unwrap();
         assert_eq!(status.phase.as_deref(), Some("Running"));

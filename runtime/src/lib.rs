@@ -41,8 +41,8 @@ pub mod webhook;
 
 pub use error::{Error, Result};
 pub use framework::{
-    Framework, FrameworkError, FrameworkInfo, FrameworkPort, JobContext, JobPhase, PodContext, Role,
-    TrainingJob,
+    Framework, FrameworkError, FrameworkInfo, FrameworkPort, JobContext, JobPhase, ObservedPod,
+    ObservedService, PodContext, Role, TrainingJob,
 };
 pub use hooks::Hooks;
 pub use k8s_openapi;

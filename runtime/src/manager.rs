@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
-use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::reflector::{self, Store};
@@ -17,7 +16,7 @@ use tokio::sync::watch;
 use crate::children::Children;
 use crate::controller::{self, Activity, Context, ControllerConfig, Deleted, Router, Triggers, Written};
 use crate::error::{Error, Result};
-use crate::framework::Framework;
+use crate::framework::{Framework, ObservedPod, ObservedService};
 use crate::labels::OPERATOR_NAME;
 use crate::metrics::Metrics;
 
@@ -66,8 +65,8 @@ struct Shared {
     config: ControllerConfig,
     metrics: Arc<Metrics>,
     events: controller::EventWriter,
-    pods: Children<Pod>,
-    services: Children<Service>,
+    pods: Children<ObservedPod>,
+    services: Children<ObservedService>,
     priority_classes: Option<Store<PriorityClass>>,
     shutdown: watch::Receiver<bool>,
 }
@@ -243,15 +242,18 @@ impl Manager {
         lost_lease: BoxFuture<'_, Error>,
     ) -> Result<()> {
         let watcher_config = watcher::Config::default().labels(OPERATOR_NAME);
-        let (pod_api, service_api): (Api<Pod>, Api<Service>) = match &self.config.controller.namespace {
-            Some(ns) => (
-                Api::namespaced(self.client.clone(), ns),
-                Api::namespaced(self.client.clone(), ns),
-            ),
-            None => (Api::all(self.client.clone()), Api::all(self.client.clone())),
-        };
-        let (pod_store, pod_writer) = reflector::store::<Pod>();
-        let (service_store, service_writer) = reflector::store::<Service>();
+        // Services are watched as metadata only (kube asks for PartialObjectMetadata): nothing
+        // reads a child service's spec.
+        let (pod_api, service_api): (Api<ObservedPod>, Api<ObservedService>) =
+            match &self.config.controller.namespace {
+                Some(ns) => (
+                    Api::namespaced(self.client.clone(), ns),
+                    Api::namespaced(self.client.clone(), ns),
+                ),
+                None => (Api::all(self.client.clone()), Api::all(self.client.clone())),
+            };
+        let (pod_store, pod_writer) = reflector::store::<ObservedPod>();
+        let (service_store, service_writer) = reflector::store::<ObservedService>();
         let (pods, services) = (Children::new(pod_store, ()), Children::new(service_store, ()));
         // Under gang scheduling every job owns a PodGroup, and minResources weighs roles by
         // their PriorityClass.
@@ -379,7 +381,7 @@ impl Manager {
         let service_watch = route_children(
             watcher(service_api, watcher_config)
                 .default_backoff()
-                .modify(crate::cache::slim_service),
+                .modify(crate::cache::slim),
             service_writer,
             services.clone(),
             router,
@@ -603,8 +605,8 @@ mod tests {
     use super::*;
     use crate::controller::Owner;
 
-    fn pod(name: &str, owner: &str) -> Pod {
-        let mut pod = Pod::default();
+    fn pod(name: &str, owner: &str) -> ObservedPod {
+        let mut pod = ObservedPod::default();
         pod.metadata.name = Some(name.into());
         pod.metadata.namespace = Some("ns".into());
         pod.metadata.owner_references = Some(vec![OwnerReference {
@@ -630,7 +632,7 @@ mod tests {
             Ok(watcher::Event::Delete(pod("a-worker-0", "a"))),
             Ok(watcher::Event::Apply(pod("b-worker-0", "b"))),
         ]);
-        let (store, writer) = reflector::store::<Pod>();
+        let (store, writer) = reflector::store::<ObservedPod>();
         let children = Children::new(store.clone(), ());
         route_children(events, writer, children.clone(), Arc::new(router)).await;
         assert_eq!(children.of("uid-b").len(), 1, "the index follows the watch");

@@ -2,10 +2,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::api::{CleanPodPolicy, ReplicaSpec, RestartPolicy, RunPolicy};
+use crate::framework::ObservedPod;
 use crate::info::FrameworkInfo;
 
 /// Which replicas decide that a job has succeeded (and, while they are active, that it runs).
@@ -93,7 +93,7 @@ pub fn until_ttl_expiry(run_policy: &RunPolicy, completion: Option<&Time>, now: 
 pub fn past_backoff_limit<'a>(
     limit: i32,
     specs: &BTreeMap<String, ReplicaSpec>,
-    pods_of_role: impl Fn(&str) -> Vec<&'a Pod>,
+    pods_of_role: impl Fn(&str) -> Vec<&'a ObservedPod>,
 ) -> bool {
     let mut restarts = 0;
     for (role, spec) in specs {
@@ -123,7 +123,11 @@ pub fn past_backoff_limit<'a>(
 
 /// The pods a cleanup deletes. A finished job follows `cleanPodPolicy` (Running also takes
 /// Pending pods, as in Kubeflow); an unfinished one (suspend) loses all of them.
-pub fn pods_to_clean<'a>(policy: CleanPodPolicy, finished: bool, pods: &[&'a Pod]) -> Vec<&'a Pod> {
+pub fn pods_to_clean<'a>(
+    policy: CleanPodPolicy,
+    finished: bool,
+    pods: &[&'a ObservedPod],
+) -> Vec<&'a ObservedPod> {
     if !finished {
         return pods.to_vec();
     }
@@ -152,7 +156,7 @@ mod tests {
         Time(Timestamp::from_second(1_700_000_000 + secs).unwrap())
     }
 
-    fn pod(phase: &str, restarts: i32) -> Pod {
+    fn pod(phase: &str, restarts: i32) -> ObservedPod {
         serde_json::from_value(serde_json::json!({
             "status": {"phase": phase, "containerStatuses": [{"name": "c", "image": "i", "imageID": "",
                 "ready": true, "restartCount": restarts}]}
@@ -198,7 +202,7 @@ mod tests {
 
     #[test]
     fn backoff_sums_restarts_of_running_pods_of_restartable_roles() {
-        let running: Vec<Pod> = (0..4).map(|_| pod("Running", 1)).collect();
+        let running: Vec<ObservedPod> = (0..4).map(|_| pod("Running", 1)).collect();
         let failed = [pod("Failed", 5)];
         let spec = |policy: &str| -> ReplicaSpec {
             serde_json::from_value(serde_json::json!({"restartPolicy": policy})).unwrap()
@@ -207,7 +211,7 @@ mod tests {
             ("Worker".to_owned(), spec("OnFailure")),
             ("PS".to_owned(), spec("Never")),
         ]);
-        let of_role = |role: &str| -> Vec<&Pod> {
+        let of_role = |role: &str| -> Vec<&ObservedPod> {
             if role == "Worker" {
                 running.iter().chain(failed.iter()).collect()
             } else {
@@ -223,7 +227,7 @@ mod tests {
             "Failed pods and Never roles do not count"
         );
         assert!(past_backoff_limit(0, &specs, of_role));
-        let none = |_: &str| -> Vec<&Pod> { Vec::new() };
+        let none = |_: &str| -> Vec<&ObservedPod> { Vec::new() };
         assert!(!past_backoff_limit(0, &specs, none));
     }
 
@@ -235,7 +239,7 @@ mod tests {
             pod("Succeeded", 0),
             pod("Failed", 0),
         ];
-        let refs: Vec<&Pod> = pods.iter().collect();
+        let refs: Vec<&ObservedPod> = pods.iter().collect();
         let count = |policy, finished| pods_to_clean(policy, finished, &refs).len();
         assert_eq!(count(CleanPodPolicy::All, true), 4);
         assert_eq!(count(CleanPodPolicy::Running, true), 2);

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use jax_operator::{JAXJob, Jax};
 use kfop_runtime::dynamic::{RuntimeFramework, RuntimeJob};
-use kfop_runtime::framework::{Framework, Observed};
+use kfop_runtime::framework::{Framework, Observed, observed_service};
 use kfop_runtime::k8s_openapi::api::core::v1::{Pod, Service};
 use kfop_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kfop_runtime::k8s_openapi::jiff::Timestamp;
@@ -63,12 +63,16 @@ fn observed(pods: &[Pod], services: &[Service], phase: &str) -> Observed {
         .map(|(i, mut pod)| {
             pod.metadata.uid = Some(format!("pod-{i}"));
             pod.status = Some(serde_json::from_value(json!({"phase": phase})).unwrap());
-            Arc::new(pod)
+            Arc::new(pod.into())
         })
         .collect();
     Observed {
         pods,
-        services: services.iter().cloned().map(Arc::new).collect(),
+        services: services
+            .iter()
+            .cloned()
+            .map(|s| Arc::new(observed_service(s)))
+            .collect(),
         ..Observed::default()
     }
 }

@@ -10,14 +10,14 @@ mod ssh;
 use std::collections::BTreeMap;
 
 use kfop_runtime::k8s_openapi::api::batch::v1::Job;
-use kfop_runtime::k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
+use kfop_runtime::k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use kfop_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kfop_runtime::kube::api::{ApiResource, DynamicObject};
 use kfop_runtime::kube::{Resource, ResourceExt};
 use kfop_runtime::labels::{JOB_NAME, OPERATOR_NAME, REPLICA_TYPE};
 use kfop_runtime::plan::{DesiredObject, SyncPolicy, owner_reference};
 use kfop_runtime::serde_json::{Value, json};
-use kfop_runtime::{FrameworkError, JobContext, JobPhase};
+use kfop_runtime::{FrameworkError, JobContext, JobPhase, ObservedPod};
 
 pub use launcher::{
     CONFIG_PATH, CONFIG_VOLUME, DISCOVER_HOSTS, HOSTFILE, config_map_name, launcher_env, mount_config,
@@ -60,7 +60,7 @@ pub fn desired_objects(ctx: &JobContext<'_, MPIJob>) -> Result<Vec<DesiredObject
     ];
 
     let workers = ctx.specs.get("Worker").map_or(0, |s| s.replicas());
-    let worker_pods: Vec<&Pod> = ctx
+    let worker_pods: Vec<&ObservedPod> = ctx
         .observed
         .pods
         .iter()
@@ -169,7 +169,7 @@ pub fn kinds() -> [ApiResource; 4] {
 
 /// AtStartup at once; WaitForWorkersReady once every worker pod has `Ready=True` (Running is
 /// not enough).
-fn may_start(policy: LauncherCreationPolicy, workers: i32, pods: &[&Pod]) -> bool {
+fn may_start(policy: LauncherCreationPolicy, workers: i32, pods: &[&ObservedPod]) -> bool {
     let ready = pods
         .iter()
         .filter(|p| {

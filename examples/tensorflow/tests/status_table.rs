@@ -3,10 +3,10 @@
 //! through the planner with the shipped TFJob framework, hooks included. Pure: no control plane.
 use std::sync::Arc;
 
+use kfop_runtime::ObservedPod;
 use kfop_runtime::api::JobConditionType as C;
 use kfop_runtime::defaults::defaulted_specs;
 use kfop_runtime::gang::GangScheduler;
-use kfop_runtime::k8s_openapi::api::core::v1::Pod;
 use kfop_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kfop_runtime::k8s_openapi::jiff::Timestamp;
 use kfop_runtime::plan::{Observed, build_pod, plan};
@@ -229,7 +229,7 @@ const CASES: [Case; 19] = [
     ),
 ];
 
-fn tf_pod(job: &TFJob, role: &str, index: i32, phase: &str, exit: Option<i32>) -> Arc<Pod> {
+fn tf_pod(job: &TFJob, role: &str, index: i32, phase: &str, exit: Option<i32>) -> Arc<ObservedPod> {
     let specs = defaulted_specs(Tensorflow.info(), job.replica_specs());
     let mut pod = build_pod(&Tensorflow, job, &specs, (role, index), &GangScheduler::None)
         .unwrap()
@@ -241,11 +241,11 @@ fn tf_pod(job: &TFJob, role: &str, index: i32, phase: &str, exit: Option<i32>) -
             "restartCount": 0, "state": { "terminated": { "exitCode": code } } }]);
     }
     pod.status = Some(serde_json::from_value(status).unwrap());
-    Arc::new(pod)
+    Arc::new(pod.into())
 }
 
 /// Pods of one replica type, indices in the order succeeded, failed, active (as Kubeflow's test).
-fn pods_for(job: &TFJob, role: &str, (failed, succeeded, active): Fsa, c: &Case) -> Vec<Arc<Pod>> {
+fn pods_for(job: &TFJob, role: &str, (failed, succeeded, active): Fsa, c: &Case) -> Vec<Arc<ObservedPod>> {
     let mut pods = Vec::new();
     let mut index = 0;
     for _ in 0..succeeded {

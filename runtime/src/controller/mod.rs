@@ -13,7 +13,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -35,7 +34,7 @@ use triggers::coalesced;
 
 use crate::children::Children;
 use crate::error::{Error, Result};
-use crate::framework::Framework;
+use crate::framework::{Framework, ObservedPod, ObservedService};
 use crate::gang::GangScheduler;
 use crate::metrics::{Metrics, ReconcileResult};
 use crate::plan::Scheduling;
@@ -83,8 +82,8 @@ pub struct Context<F: Framework> {
     pub config: ControllerConfig,
     pub metrics: Arc<Metrics>,
     pub events: EventWriter,
-    pub pods: Children<Pod>,
-    pub services: Children<Service>,
+    pub pods: Children<ObservedPod>,
+    pub services: Children<ObservedService>,
     /// Caches of the framework's other owned kinds ([`Framework::owned_kinds`]).
     pub objects: Vec<Children<DynamicObject>>,
     /// PriorityClasses, cached when gang scheduling is on.

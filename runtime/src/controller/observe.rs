@@ -3,13 +3,12 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::DynamicObject;
 
 use super::per_job::PerJob;
 use crate::children::Children;
-use crate::plan::{Observed, Scheduling};
+use crate::plan::{Observed, ObservedPod, ObservedService, Scheduling};
 
 /// How long a deleted child is hidden if its deletion never shows up in the cache.
 const FORGET_AFTER: Duration = Duration::from_secs(300);
@@ -33,8 +32,8 @@ impl PerJob<String, HashMap<String, Instant>> {
 /// services and owned objects of the framework's other kinds.
 pub fn observe(
     uid: &str,
-    pods: &Children<Pod>,
-    services: &Children<Service>,
+    pods: &Children<ObservedPod>,
+    services: &Children<ObservedService>,
     objects: &[Children<DynamicObject>],
     scheduling: Scheduling,
     deleted: &Deleted,

@@ -15,7 +15,7 @@ mod status;
 mod wording;
 
 pub use objects::{DesiredObject, SyncPolicy, find, is_kind};
-pub use observed::{Observed, Scheduling};
+pub use observed::{Observed, ObservedPod, ObservedService, Scheduling, observed_service};
 pub use status::{
     EventType, JobEvent, JobMetric, JobName, RoleCounts, RoleState, StatusOutput, StatusUpdate,
 };

@@ -15,8 +15,8 @@ use kube::{Resource, ResourceExt};
 
 pub use crate::api::{reason, set_condition};
 pub use crate::framework::{
-    DesiredObject, EventType, JobEvent, JobMetric, JobName, LifecycleWording, Observed, RoleState,
-    Scheduling, StatusUpdate, SyncPolicy, find, is_kind,
+    DesiredObject, EventType, JobEvent, JobMetric, JobName, LifecycleWording, Observed, ObservedPod,
+    ObservedService, RoleState, Scheduling, StatusUpdate, SyncPolicy, find, is_kind,
 };
 pub use crate::labels::owner_reference;
 pub use children::{build_pod, build_service};
@@ -161,13 +161,13 @@ impl Draft<'_> {
 
     /// Deletes the given pods and the services named like them (Kubeflow's
     /// `DeletePodsAndServices`), or every service when all pods go.
-    fn clean(&mut self, pods: &[&Pod], services: &[Arc<Service>], all: bool) {
+    fn clean(&mut self, pods: &[&ObservedPod], services: &[Arc<ObservedService>], all: bool) {
         self.plan
             .delete_pods
             .extend(pods.iter().map(|p| ChildRef::of(*p)));
         let names: Vec<String> = pods.iter().map(|p| p.name_any()).collect();
         // Only per-replica services: a framework's own service (MPI's) is an owned object.
-        let per_replica = |s: &Service| s.labels().contains_key(crate::labels::REPLICA_TYPE);
+        let per_replica = |s: &ObservedService| s.labels().contains_key(crate::labels::REPLICA_TYPE);
         self.plan.delete_services.extend(
             services
                 .iter()
@@ -267,7 +267,7 @@ fn reconcile_job<F: Framework>(
     let kind = d.kind.to_owned();
     let now = d.now;
     let run_policy = job.run_policy();
-    let pods: Vec<&Pod> = observed.pods.iter().map(AsRef::as_ref).collect();
+    let pods: Vec<&ObservedPod> = observed.pods.iter().map(AsRef::as_ref).collect();
     let clean_policy = framework.clean_pod_policy(job);
     let wording = framework.lifecycle_wording(
         job,
@@ -439,7 +439,7 @@ fn exceeded_limit(
     d: &Draft<'_>,
     run_policy: &crate::api::RunPolicy,
     specs: &std::collections::BTreeMap<String, crate::api::ReplicaSpec>,
-    pods: &[&Pod],
+    pods: &[&ObservedPod],
 ) -> Option<String> {
     let past_backoff = run_policy.backoff_limit.is_some_and(|limit| {
         let failed = pods.iter().filter(|p| phase(p) == "Failed").count();
@@ -485,11 +485,11 @@ fn finish(mut d: Draft<'_>, old: &JobStatus) -> Plan {
     d.plan
 }
 
-pub(crate) fn phase(pod: &Pod) -> &str {
+pub(crate) fn phase(pod: &ObservedPod) -> &str {
     pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("")
 }
 
 /// Neither finished nor being deleted.
-pub(crate) fn is_active(pod: &Pod) -> bool {
+pub(crate) fn is_active(pod: &ObservedPod) -> bool {
     !matches!(phase(pod), "Succeeded" | "Failed") && pod.metadata.deletion_timestamp.is_none()
 }

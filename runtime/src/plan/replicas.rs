@@ -2,18 +2,17 @@
 //! count, replace failed pods the restart policy retries, and count pods by phase.
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
 use super::children::{build_pod, build_service};
 use super::{ChildRef, Draft, EventType, JobMetric, PlanError, is_active, phase, reason};
 use crate::api::{ConditionStatus, JobConditionType, ReplicaSpec, ReplicaStatus, RestartPolicy};
-use crate::framework::{Framework, RoleCounts};
+use crate::framework::{Framework, ObservedPod, RoleCounts};
 use crate::info::default_or_first;
 use crate::labels::{self, REPLICA_INDEX, REPLICA_TYPE};
 
 /// Pods whose replica-type label is `role` (compared lower-case, as Kubeflow labels them).
-pub(super) fn pods_of_role<'a>(pods: &[&'a Pod], role: &str) -> Vec<&'a Pod> {
+pub(super) fn pods_of_role<'a>(pods: &[&'a ObservedPod], role: &str) -> Vec<&'a ObservedPod> {
     let role = role.to_lowercase();
     pods.iter()
         .copied()
@@ -33,7 +32,7 @@ pub(super) fn reconcile<F: Framework>(
     d: &mut Draft<'_>,
 ) -> Result<BTreeMap<String, RoleCounts>, PlanError> {
     let info = framework.info();
-    let all_pods: Vec<&Pod> = observed.pods.iter().map(AsRef::as_ref).collect();
+    let all_pods: Vec<&ObservedPod> = observed.pods.iter().map(AsRef::as_ref).collect();
     let mut counts = BTreeMap::new();
     for (role, spec) in specs {
         let replicas = spec.replicas();
@@ -51,7 +50,7 @@ pub(super) fn reconcile<F: Framework>(
             ..RoleCounts::default()
         };
 
-        let mut by_index: BTreeMap<i32, Vec<&Pod>> = BTreeMap::new();
+        let mut by_index: BTreeMap<i32, Vec<&ObservedPod>> = BTreeMap::new();
         for pod in pods_of_role(&all_pods, role) {
             match index_of(pod) {
                 Some(index) if index >= 0 => by_index.entry(index).or_default().push(pod),
@@ -141,7 +140,7 @@ pub(super) fn reconcile<F: Framework>(
 /// non-retryable exit code under the ExitCode policy fails the job at once.
 fn on_failed_pod(
     d: &mut Draft<'_>,
-    pod: &Pod,
+    pod: &ObservedPod,
     role: &str,
     policy: RestartPolicy,
     default_container: &str,
@@ -177,7 +176,7 @@ fn on_failed_pod(
 }
 
 /// The exit code of the default container (else the first) if it terminated.
-fn exit_code(pod: &Pod, default_container: &str) -> Option<i32> {
+fn exit_code(pod: &ObservedPod, default_container: &str) -> Option<i32> {
     let statuses = pod.status.as_ref()?.container_statuses.as_ref()?;
     let status = statuses.get(default_or_first(
         default_container,
@@ -191,7 +190,7 @@ fn exit_code(pod: &Pod, default_container: &str) -> Option<i32> {
 fn count(
     status: &mut ReplicaStatus,
     counts: &mut RoleCounts,
-    pod: &Pod,
+    pod: &ObservedPod,
     index: i32,
     default_container: &str,
 ) {

@@ -2,7 +2,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
@@ -10,6 +10,7 @@ use serde_json::json;
 
 use super::*;
 use crate::api::{CleanPodPolicy, JobConditionType as C, RestartPolicy};
+use crate::framework::observed_service;
 use crate::testing::{TestFramework, TestJob, job, replica};
 
 fn t(secs: i64) -> Time {
@@ -28,7 +29,7 @@ fn mw(workers: i32, policy: Option<RestartPolicy>) -> TestJob {
 }
 
 /// A pod of `role`/`index` as the planner would have created it, in `phase`.
-fn pod(job: &TestJob, role: &str, index: i32, phase: &str) -> Arc<Pod> {
+fn pod(job: &TestJob, role: &str, index: i32, phase: &str) -> Arc<ObservedPod> {
     let specs = crate::defaults::defaulted_specs(&TestFramework::default().info, &job.spec.replica_specs);
     let mut pod = build_pod(
         &TestFramework::default(),
@@ -41,10 +42,10 @@ fn pod(job: &TestJob, role: &str, index: i32, phase: &str) -> Arc<Pod> {
     .pod;
     pod.metadata.uid = Some(format!("uid-{role}-{index}"));
     pod.status = Some(serde_json::from_value(json!({ "phase": phase })).unwrap());
-    Arc::new(pod)
+    Arc::new(pod.into())
 }
 
-fn with_exit(pod: Arc<Pod>, code: i32, restarts: i32) -> Arc<Pod> {
+fn with_exit(pod: Arc<ObservedPod>, code: i32, restarts: i32) -> Arc<ObservedPod> {
     let mut pod = (*pod).clone();
     let status = pod.status.get_or_insert_default();
     status.container_statuses = Some(vec![
@@ -57,7 +58,7 @@ fn with_exit(pod: Arc<Pod>, code: i32, restarts: i32) -> Arc<Pod> {
     Arc::new(pod)
 }
 
-fn with_restarts(pod: Arc<Pod>, restarts: i32) -> Arc<Pod> {
+fn with_restarts(pod: Arc<ObservedPod>, restarts: i32) -> Arc<ObservedPod> {
     let mut pod = (*pod).clone();
     pod.status.get_or_insert_default().container_statuses = Some(vec![
         serde_json::from_value(json!({
@@ -68,16 +69,16 @@ fn with_restarts(pod: Arc<Pod>, restarts: i32) -> Arc<Pod> {
     Arc::new(pod)
 }
 
-fn service(job: &TestJob, role: &str, index: i32) -> Arc<Service> {
+fn service(job: &TestJob, role: &str, index: i32) -> Arc<ObservedService> {
     let specs = crate::defaults::defaulted_specs(&TestFramework::default().info, &job.spec.replica_specs);
-    Arc::new(build_service(
+    Arc::new(observed_service(build_service(
         &TestFramework::default().info,
         job,
         &(),
         &specs[role],
         role,
         index,
-    ))
+    )))
 }
 
 fn all_children(job: &TestJob, workers: i32, phase: &str) -> Observed {
@@ -846,11 +847,11 @@ mod properties {
                 observed.services.retain(|o| !gone.contains(&o.name_any().as_str()));
                 for mut created in p.create_pods {
                     created.metadata.uid = Some(format!("uid-{}-{steps}", created.name_any()));
-                    observed.pods.push(Arc::new(created));
+                    observed.pods.push(Arc::new(created.into()));
                 }
                 for mut created in p.create_services {
                     created.metadata.uid = Some(format!("uid-{}", created.name_any()));
-                    observed.services.push(Arc::new(created));
+                    observed.services.push(Arc::new(observed_service(created)));
                 }
             }
         }

@@ -2,14 +2,14 @@
 //! ConfigMap `<job>-config` (`kubexec.sh`, `hostfile`, `discover_hosts.sh`) and the launcher's
 //! ServiceAccount, Role (read pods, exec into the workers) and RoleBinding, all `<job>-launcher`.
 //! None is deleted while the job exists; garbage collection removes them with it.
-use kfop_runtime::k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
+use kfop_runtime::k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
 use kfop_runtime::k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kfop_runtime::kube::ResourceExt;
 use kfop_runtime::kube::api::ApiResource;
 use kfop_runtime::labels::REPLICA_TYPE;
 use kfop_runtime::plan::{DesiredObject, SyncPolicy};
 use kfop_runtime::serde_json::json;
-use kfop_runtime::{FrameworkError, JobContext, JobPhase};
+use kfop_runtime::{FrameworkError, JobContext, JobPhase, ObservedPod};
 
 use super::pods::gpu_launcher;
 use crate::api::MPIJob;
@@ -109,7 +109,7 @@ pub fn desired_objects(ctx: &JobContext<'_, MPIJob>) -> Result<Vec<DesiredObject
     Ok(objects)
 }
 
-fn phase(pod: &Pod) -> Option<&str> {
+fn phase(pod: &ObservedPod) -> Option<&str> {
     pod.status.as_ref()?.phase.as_deref()
 }
 
