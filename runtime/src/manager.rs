@@ -14,7 +14,9 @@ use kube_lease_manager::LeaseManagerBuilder;
 use tokio::sync::watch;
 
 use crate::children::Children;
-use crate::controller::{self, Activity, Context, ControllerConfig, Deleted, Router, Triggers, Written};
+use crate::controller::{
+    self, Activity, Context, ControllerConfig, Created, Deleted, Router, Triggers, Written,
+};
 use crate::error::{Error, Result};
 use crate::framework::{Framework, ObservedPod, ObservedService};
 use crate::labels::OPERATOR_NAME;
@@ -434,6 +436,7 @@ async fn start_controller<F: Framework>(
         services: shared.services,
         objects,
         priority_classes: shared.priority_classes,
+        created: Created::default(),
         deleted: Deleted::default(),
         written: Written::default(),
         activity: Activity::default(),

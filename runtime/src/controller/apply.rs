@@ -6,7 +6,7 @@ use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 
-use super::Context;
+use super::{Context, NewChild};
 use crate::error::{Error, Result};
 use crate::framework::{Framework, TrainingJob};
 use crate::plan::{ChildRef, DesiredObject, EventType, JobEvent, JobMetric, ObjectRef, Plan, merge_patch};
@@ -51,6 +51,9 @@ pub async fn apply<F: Framework>(ctx: &Context<F>, job: &F::Job, plan: Plan) -> 
             events.extend(outcome.events);
             if let Some(child_uid) = outcome.deleted {
                 ctx.deleted.insert(&uid, child_uid);
+            }
+            if let Some(child) = outcome.created {
+                ctx.created.insert(&uid, child);
             }
             if let Some(error) = outcome.error {
                 first_error.get_or_insert(error);
@@ -142,11 +145,13 @@ enum Change<'p> {
     PatchObject(&'p DesiredObject),
 }
 
-/// What one change did: its events, the UID of a child it deleted (or found gone), its error.
+/// What one change did: its events, the UID of a child it deleted (or found gone), the pod or
+/// service it created, its error.
 #[derive(Default)]
 struct Outcome {
     events: Vec<JobEvent>,
     deleted: Option<String>,
+    created: Option<NewChild>,
     error: Option<Error>,
 }
 
@@ -211,7 +216,7 @@ impl Change<'_> {
                     Ok(_) => Outcome {
                         events,
                         deleted: child.uid.clone(),
-                        error: None,
+                        ..Outcome::default()
                     },
                     Err(source) => Outcome {
                         events,
@@ -286,7 +291,7 @@ where
                 .into_iter()
                 .collect(),
             deleted: child.uid.clone(),
-            error: None,
+            ..Outcome::default()
         },
         Err(source) => Outcome {
             events: vec![child_event(
@@ -308,12 +313,13 @@ where
 /// Creates a pod or service, announcing it (`SuccessfulCreatePod`, `FailedCreateService`, ...).
 async fn create_child<K>(api: &Api<K>, object: &K, kind: &'static str, ns: &str) -> Outcome
 where
-    K: Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
+    K: Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug + Into<NewChild>,
 {
     let (noun, name) = (capitalized(kind), object.name_any());
     match create(api, object).await {
         Ok(created) => Outcome {
             events: created
+                .is_some()
                 .then(|| {
                     child_event(
                         EventType::Normal,
@@ -324,6 +330,7 @@ where
                 })
                 .into_iter()
                 .collect(),
+            created: created.map(Into::into),
             ..Outcome::default()
         },
         Err(source) => Outcome {
@@ -377,14 +384,14 @@ fn related(kind: &str, name: &str, namespace: &str) -> Option<ObjectReference> {
     })
 }
 
-/// Creates `obj`; `Ok(false)` when it already exists.
-async fn create<K>(api: &Api<K>, obj: &K) -> Result<bool, kube::Error>
+/// Creates `obj`: the object the server stored, or `None` when it already existed.
+async fn create<K>(api: &Api<K>, obj: &K) -> Result<Option<K>, kube::Error>
 where
     K: Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
 {
     match api.create(&PostParams::default(), obj).await {
-        Ok(_) => Ok(true),
-        Err(kube::Error::Api(e)) if e.code == 409 => Ok(false),
+        Ok(created) => Ok(Some(created)),
+        Err(kube::Error::Api(e)) if e.code == 409 => Ok(None),
         Err(e) => Err(e),
     }
 }

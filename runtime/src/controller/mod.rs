@@ -24,7 +24,7 @@ use kube::{Client, ResourceExt};
 
 pub use apply::apply;
 pub use events::EventWriter;
-pub use observe::{Deleted, observe};
+pub use observe::{Created, Deleted, NewChild, observe};
 pub use per_job::PerJob;
 pub use resync::{Activity, CACHE_GRACE};
 pub use triggers::{Owner, Router, Triggers};
@@ -88,6 +88,7 @@ pub struct Context<F: Framework> {
     pub objects: Vec<Children<DynamicObject>>,
     /// PriorityClasses, cached when gang scheduling is on.
     pub priority_classes: Option<Store<PriorityClass>>,
+    pub created: Created,
     pub deleted: Deleted,
     pub written: Written,
     pub activity: Activity,
@@ -130,6 +131,7 @@ fn plan_job<F: Framework>(ctx: &Context<F>, job: &F::Job) -> Result<crate::plan:
         &ctx.services,
         &ctx.objects,
         scheduling,
+        &ctx.created,
         &ctx.deleted,
     );
     let now = Time(Timestamp::now());
@@ -223,6 +225,7 @@ fn resync_once<F: Framework>(
     let uids: HashSet<String> = live.iter().filter_map(|j| j.uid()).collect();
     let owners: HashSet<Owner> = live.iter().map(|j| Owner::of(j.as_ref())).collect();
     ctx.written.retain(&uids);
+    ctx.created.retain(&uids);
     ctx.deleted.retain(&uids);
     ctx.activity.retain(&owners);
     let controller = &ctx.framework.info().controller_name;
@@ -337,6 +340,7 @@ fn note_job_event<F: Framework>(ctx: &Context<F>, job: crate::relist::Settled<F:
     if let crate::relist::Settled::Gone(gone) = &job {
         let uid = gone.uid().unwrap_or_default();
         ctx.written.forget(&uid);
+        ctx.created.forget(&uid);
         ctx.deleted.forget(&uid);
         ctx.activity.forget(&Owner::of(gone));
     }
@@ -366,6 +370,7 @@ mod tests {
             services: Children::new(reflector::store().0, ()),
             objects: Vec::new(),
             priority_classes: None,
+            created: Created::default(),
             deleted: Deleted::default(),
             written: Written::default(),
             activity: Activity::default(),
