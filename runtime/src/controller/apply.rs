@@ -129,7 +129,7 @@ pub async fn apply<F: Framework>(ctx: &Context<F>, job: &F::Job, plan: Plan) -> 
         }
         events.extend(plan.events);
     }
-    publish(ctx, job, events);
+    publish(ctx, job, events).await;
     first_error.map_or(Ok(()), Err)
 }
 
@@ -415,10 +415,10 @@ where
     }
 }
 
-/// Records the events in the background, several at once: they are informative, so a reconcile
-/// neither waits for them (one create each, the largest share of a job's API calls) nor fails
-/// on them.
-fn publish<J: TrainingJob>(ctx: &Context<impl Framework<Job = J>>, job: &J, events: Vec<JobEvent>) {
+/// Hands the events to the process's event queue: they are informative, so a reconcile neither
+/// waits for them to be created (one create each, the largest share of a job's API calls) nor
+/// fails on them.
+async fn publish<J: TrainingJob>(ctx: &Context<impl Framework<Job = J>>, job: &J, events: Vec<JobEvent>) {
     let events: Vec<JobEvent> = events
         .into_iter()
         .filter(|e| ctx.config.child_events || !e.reason.starts_with("Successful"))
@@ -426,19 +426,6 @@ fn publish<J: TrainingJob>(ctx: &Context<impl Framework<Job = J>>, job: &J, even
     if events.is_empty() {
         return;
     }
-    let writer = ctx.events.clone();
     let regarding = job.object_ref(&ctx.framework.job_type());
-    let parallelism = ctx.config.parallelism;
-    tokio::spawn(async move {
-        stream::iter(events)
-            .for_each_concurrent(parallelism, |event| {
-                let (writer, regarding) = (&writer, &regarding);
-                async move {
-                    if let Err(e) = writer.create(&event, regarding).await {
-                        tracing::warn!(job = ?regarding.name, error = %e, "could not publish event");
-                    }
-                }
-            })
-            .await;
-    });
+    ctx.events.publish(&events, &regarding).await;
 }

@@ -1,25 +1,40 @@
-//! Writing a job's events (`events.k8s.io/v1`), each one created once.
+//! Writing a job's events (`events.k8s.io/v1`), each one created once, from one queue per
+//! process.
 //!
 //! Why not kube-runtime's `Recorder`: it folds repeats of an event into a series, and to do so
 //! keeps every event it wrote for six minutes and scans that cache on each write. kfop emits an
 //! event only on a transition, so there is nothing to fold, and the cache was the operator's
 //! largest memory after its caches (about 7 MB at 1 job/s, growing for the first six minutes of a
 //! soak) and an O(events) scan per event in a burst.
+//!
+//! Why one queue: events are informative, so a reconcile does not wait for them, but a task per
+//! reconcile sending its events at once put thousands of event creates in flight in a burst
+//! (1,000 jobs, 9 events each), competing with the pod creates at the API server and holding a
+//! request's buffers each. One sender with a few creates in flight keeps them behind the work.
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
 use kube::Client;
 use kube::api::{Api, PostParams};
+use tokio::sync::mpsc;
 
 use crate::plan::{EventType, JobEvent};
 
-/// Creates events as `reporting_controller` (the operator's name) from this process.
+/// Events waiting to be sent, at most; a reconcile that finds the queue full waits for room, so
+/// a server that cannot keep up slows the operator instead of growing its memory.
+const QUEUED: usize = 4096;
+/// Event creates in flight at once.
+const IN_FLIGHT: usize = 8;
+
+/// Queues events as `reporting_controller` (the operator's name) from this process; one task
+/// sends them.
 #[derive(Clone)]
 pub struct EventWriter {
-    client: Client,
+    queue: mpsc::Sender<Event>,
     controller: String,
     instance: String,
 }
@@ -27,10 +42,30 @@ pub struct EventWriter {
 /// The last name suffix handed out, so two events of one object in one nanosecond do not clash.
 static LAST_SUFFIX: AtomicU64 = AtomicU64::new(0);
 
+/// Creates the queued events until every writer is gone.
+async fn send_all(client: Client, mut queue: mpsc::Receiver<Event>) {
+    futures::stream::poll_fn(|cx| queue.poll_recv(cx))
+        .for_each_concurrent(IN_FLIGHT, |event| {
+            let client = client.clone();
+            async move {
+                let namespace = event.metadata.namespace.as_deref().unwrap_or("default");
+                let api: Api<Event> = Api::namespaced(client, namespace);
+                if let Err(e) = api.create(&PostParams::default(), &event).await {
+                    let regarding = event.regarding.as_ref().and_then(|r| r.name.as_deref());
+                    tracing::warn!(job = ?regarding, reason = ?event.reason, error = %e, "could not publish event");
+                }
+            }
+        })
+        .await;
+}
+
 impl EventWriter {
+    /// A writer whose events `client` creates, from a task spawned on the current runtime.
     pub fn new(client: Client, controller: &str) -> Self {
+        let (queue, queued) = mpsc::channel(QUEUED);
+        tokio::spawn(send_all(client, queued));
         Self {
-            client,
+            queue,
             controller: controller.to_owned(),
             instance: controller.to_owned(),
         }
@@ -72,16 +107,15 @@ impl EventWriter {
         }
     }
 
-    /// Creates `event` about `regarding`.
-    pub async fn create(&self, event: &JobEvent, regarding: &ObjectReference) -> Result<(), kube::Error> {
-        let namespace = regarding.namespace.as_deref().unwrap_or("default");
-        let api: Api<Event> = Api::namespaced(self.client.clone(), namespace);
-        api.create(
-            &PostParams::default(),
-            &self.build(event, regarding, Timestamp::now()),
-        )
-        .await
-        .map(|_| ())
+    /// Queues `events` about `regarding`, stamped now; waits only while the queue is full.
+    pub async fn publish(&self, events: &[JobEvent], regarding: &ObjectReference) {
+        let now = Timestamp::now();
+        for event in events {
+            if self.queue.send(self.build(event, regarding, now)).await.is_err() {
+                tracing::warn!(job = ?regarding.name, "event sender stopped; events dropped");
+                return;
+            }
+        }
     }
 }
 
@@ -100,7 +134,7 @@ mod tests {
 
     fn writer() -> EventWriter {
         EventWriter {
-            client: crate::testing::offline_client(),
+            queue: mpsc::channel(1).0,
             controller: "pytorchjob-controller".into(),
             instance: "op-0".into(),
         }
@@ -138,5 +172,66 @@ mod tests {
         assert_eq!(a.reporting_instance.as_deref(), Some("op-0"));
         assert_eq!(a.regarding, Some(regarding));
         assert!(a.series.is_none());
+    }
+
+    /// Every queued event is created, with at most
+    /// [`IN_FLIGHT`] creates open at once.
+    #[tokio::test]
+    async fn the_queue_creates_every_event_a_few_at_a_time() {
+        use std::sync::Arc;
+        use std::sync::atomic::AtomicUsize;
+
+        let (open, most, paths) = (
+            Arc::new(AtomicUsize::new(0)),
+            Arc::new(AtomicUsize::new(0)),
+            Arc::new(std::sync::Mutex::new(Vec::new())),
+        );
+        let service = {
+            let (open, most, paths) = (open.clone(), most.clone(), paths.clone());
+            tower::service_fn(move |request: http::Request<kube::client::Body>| {
+                let (open, most, paths) = (open.clone(), most.clone(), paths.clone());
+                async move {
+                    let now = open.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    paths.lock().unwrap().push(request.uri().path().to_owned());
+                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                    open.fetch_sub(1, Ordering::SeqCst);
+                    Ok::<_, std::convert::Infallible>(http::Response::new(kube::client::Body::from(
+                        b"{}".to_vec(),
+                    )))
+                }
+            })
+        };
+        let writer = EventWriter::new(Client::new(service, "default"), "c");
+        let regarding = ObjectReference {
+            name: Some("pt".into()),
+            namespace: Some("ns".into()),
+            ..ObjectReference::default()
+        };
+        let events: Vec<JobEvent> = (0..40)
+            .map(|i| JobEvent {
+                type_: EventType::Normal,
+                reason: format!("R{i}"),
+                message: String::new(),
+                related: None,
+            })
+            .collect();
+        writer.publish(&events, &regarding).await;
+        drop(writer);
+        for _ in 0..200 {
+            if paths.lock().unwrap().len() == 40 && open.load(Ordering::SeqCst) == 0 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        let paths = paths.lock().unwrap();
+        assert_eq!(paths.len(), 40);
+        assert!(
+            paths
+                .iter()
+                .all(|p| p == "/apis/events.k8s.io/v1/namespaces/ns/events")
+        );
+        let most = most.load(Ordering::SeqCst);
+        assert!((2..=IN_FLIGHT).contains(&most), "{most} creates at once");
     }
 }
