@@ -427,5 +427,5 @@ async fn publish<J: TrainingJob>(ctx: &Context<impl Framework<Job = J>>, job: &J
         return;
     }
     let regarding = job.object_ref(&ctx.framework.job_type());
-    ctx.events.publish(&events, &regarding).await;
+    ctx.events.publish(events, regarding).await;
 }

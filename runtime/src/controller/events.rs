@@ -11,6 +11,7 @@
 //! reconcile sending its events at once put thousands of event creates in flight in a burst
 //! (1,000 jobs, 9 events each), competing with the pod creates at the API server and holding a
 //! request's buffers each. One sender with a few creates in flight keeps them behind the work.
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::StreamExt;
@@ -24,29 +25,41 @@ use tokio::sync::mpsc;
 
 use crate::plan::{EventType, JobEvent};
 
-/// Events waiting to be sent, at most; a reconcile that finds the queue full waits for room, so
-/// a server that cannot keep up slows the operator instead of growing its memory.
-const QUEUED: usize = 4096;
+/// Events waiting to be sent, at most (a few hundred bytes each: the event is built when it is
+/// sent). A burst of 1,000 jobs queues about 9,000, which must not slow the reconciles that
+/// queue them (a bound of 4,096 did: reconciles then waited on event creates); past the bound a
+/// reconcile waits for room, so a server that never keeps up slows the operator instead of
+/// growing its memory.
+const QUEUED: usize = 16_384;
 /// Event creates in flight at once.
 const IN_FLIGHT: usize = 8;
 
-/// Queues events as `reporting_controller` (the operator's name) from this process; one task
-/// sends them.
-#[derive(Clone)]
-pub struct EventWriter {
-    queue: mpsc::Sender<Event>,
+/// Who reports the events: `reporting_controller` (the operator's name) and its instance.
+#[derive(Debug)]
+struct Reporter {
     controller: String,
     instance: String,
+}
+
+/// An event as queued: what happened, to which job, when.
+type Queued = (JobEvent, Arc<ObjectReference>, Timestamp);
+
+/// Queues events from this process; one task sends them.
+#[derive(Clone)]
+pub struct EventWriter {
+    queue: mpsc::Sender<Queued>,
+    reporter: Arc<Reporter>,
 }
 
 /// The last name suffix handed out, so two events of one object in one nanosecond do not clash.
 static LAST_SUFFIX: AtomicU64 = AtomicU64::new(0);
 
 /// Creates the queued events until every writer is gone.
-async fn send_all(client: Client, mut queue: mpsc::Receiver<Event>) {
+async fn send_all(client: Client, reporter: Arc<Reporter>, mut queue: mpsc::Receiver<Queued>) {
     futures::stream::poll_fn(|cx| queue.poll_recv(cx))
-        .for_each_concurrent(IN_FLIGHT, |event| {
+        .for_each_concurrent(IN_FLIGHT, |(event, regarding, at)| {
             let client = client.clone();
+            let event = reporter.build(&event, &regarding, at);
             async move {
                 let namespace = event.metadata.namespace.as_deref().unwrap_or("default");
                 let api: Api<Event> = Api::namespaced(client, namespace);
@@ -63,14 +76,27 @@ impl EventWriter {
     /// A writer whose events `client` creates, from a task spawned on the current runtime.
     pub fn new(client: Client, controller: &str) -> Self {
         let (queue, queued) = mpsc::channel(QUEUED);
-        tokio::spawn(send_all(client, queued));
-        Self {
-            queue,
+        let reporter = Arc::new(Reporter {
             controller: controller.to_owned(),
             instance: controller.to_owned(),
-        }
+        });
+        tokio::spawn(send_all(client, reporter.clone(), queued));
+        Self { queue, reporter }
     }
 
+    /// Queues `events` about `regarding`, stamped now; waits only while the queue is full.
+    pub async fn publish(&self, events: Vec<JobEvent>, regarding: ObjectReference) {
+        let (now, regarding) = (Timestamp::now(), Arc::new(regarding));
+        for event in events {
+            if self.queue.send((event, regarding.clone(), now)).await.is_err() {
+                tracing::warn!(job = ?regarding.name, "event sender stopped; events dropped");
+                return;
+            }
+        }
+    }
+}
+
+impl Reporter {
     /// The event object for `event` about `regarding` at `now` (pure but for the name suffix).
     pub fn build(&self, event: &JobEvent, regarding: &ObjectReference, now: Timestamp) -> Event {
         let nanos = u64::try_from(now.as_nanosecond()).unwrap_or_default();
@@ -106,25 +132,14 @@ impl EventWriter {
             ..Event::default()
         }
     }
-
-    /// Queues `events` about `regarding`, stamped now; waits only while the queue is full.
-    pub async fn publish(&self, events: &[JobEvent], regarding: &ObjectReference) {
-        let now = Timestamp::now();
-        for event in events {
-            if self.queue.send(self.build(event, regarding, now)).await.is_err() {
-                tracing::warn!(job = ?regarding.name, "event sender stopped; events dropped");
-                return;
-            }
-        }
-    }
 }
 
 impl std::fmt::Debug for EventWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EventWriter")
-            .field("controller", &self.controller)
-            .field("instance", &self.instance)
-            .finish_non_exhaustive()
+            .field("reporter", &self.reporter)
+            .field("queued", &(QUEUED - self.queue.capacity()))
+            .finish()
     }
 }
 
@@ -132,9 +147,8 @@ impl std::fmt::Debug for EventWriter {
 mod tests {
     use super::*;
 
-    fn writer() -> EventWriter {
-        EventWriter {
-            queue: mpsc::channel(1).0,
+    fn writer() -> Reporter {
+        Reporter {
             controller: "pytorchjob-controller".into(),
             instance: "op-0".into(),
         }
@@ -178,7 +192,6 @@ mod tests {
     /// [`IN_FLIGHT`] creates open at once.
     #[tokio::test]
     async fn the_queue_creates_every_event_a_few_at_a_time() {
-        use std::sync::Arc;
         use std::sync::atomic::AtomicUsize;
 
         let (open, most, paths) = (
@@ -216,7 +229,7 @@ mod tests {
                 related: None,
             })
             .collect();
-        writer.publish(&events, &regarding).await;
+        writer.publish(events, regarding).await;
         drop(writer);
         for _ in 0..200 {
             if paths.lock().unwrap().len() == 40 && open.load(Ordering::SeqCst) == 0 {
