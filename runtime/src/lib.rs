@@ -29,6 +29,7 @@ pub mod labels;
 pub mod manager;
 pub mod manifest;
 pub mod metrics;
+pub mod observed_child;
 pub mod operator;
 pub mod plan;
 pub mod policy;

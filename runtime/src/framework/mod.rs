@@ -14,8 +14,9 @@ mod observed;
 mod status;
 mod wording;
 
+pub use crate::observed_child::{ObservedPod, ObservedService, observed_service};
 pub use objects::{DesiredObject, SyncPolicy, find, is_kind};
-pub use observed::{Observed, ObservedPod, ObservedService, Scheduling, observed_service};
+pub use observed::{Observed, Scheduling};
 pub use status::{
     EventType, JobEvent, JobMetric, JobName, RoleCounts, RoleState, StatusOutput, StatusUpdate,
 };
