@@ -21,7 +21,7 @@ pub struct Args {
     pub rate: f64,
     /// Jobs reconciled concurrently: the operator's --controller-threads and the ceiling's
     /// concurrent jobs
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 16)]
     pub concurrency: u16,
     /// Creates in flight while submitting jobs all at once
     #[arg(long, default_value_t = 32)]
