@@ -32,6 +32,11 @@ pub struct Args {
     /// kwok nodes to register (1000 pods each)
     #[arg(long, default_value_t = 16)]
     pub nodes: usize,
+    /// Start the plane without its per-Service work (the endpoints and EndpointSlice
+    /// controllers, the scheduler's default topology spreading): it grows with Services x pods
+    /// in one namespace and, at 10,000 jobs, binds before the operator does
+    #[arg(long)]
+    pub lean_plane: bool,
     /// Job kinds the operator runs (repeatable); passed on as --enable-scheme
     #[arg(long = "enable-scheme", default_value = "pytorchjob")]
     pub enable_scheme: Vec<String>,

@@ -214,7 +214,7 @@ fn summary(run: &Run, heading: &str) -> String {
         md,
         "{} PyTorchJobs ({} pods each: 1 master + {} workers), submitted {}; each pod runs {} s \
          on {} kwok nodes; operator `--enable-scheme {}` `--controller-threads {}`{}; \
-         ceiling concurrency {} jobs. {} cores, {}.\n",
+         ceiling concurrency {} jobs.{} {} cores, {}.\n",
         c.jobs,
         c.pods_per_job,
         c.pods_per_job.saturating_sub(1),
@@ -229,6 +229,12 @@ fn summary(run: &Run, heading: &str) -> String {
             format!(" `{}`", c.operator_args.join(" "))
         },
         c.concurrency,
+        if c.lean_plane {
+            " Plane without per-Service work (`--lean-plane`: no endpoints or EndpointSlice \
+             controllers, no default topology spreading)."
+        } else {
+            ""
+        },
         c.cores,
         c.date,
     );

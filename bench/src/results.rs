@@ -23,6 +23,9 @@ pub struct RunConfig {
     pub operator_args: Vec<String>,
     pub cores: usize,
     pub date: String,
+    /// The plane ran without its per-Service work (`--lean-plane`).
+    #[serde(default)]
+    pub lean_plane: bool,
 }
 
 /// The operator process over a phase.

@@ -114,6 +114,7 @@ pub async fn start_plane(args: &Args) -> Result<(ControlPlane, Client)> {
             count: args.nodes,
             ..NodeShape::default()
         },
+        service_work: !args.lean_plane,
         ..PlaneOptions::default()
     })
     .await?;
@@ -148,6 +149,7 @@ fn config(args: &Args) -> RunConfig {
         operator_args,
         cores: std::thread::available_parallelism().map_or(0, usize::from),
         date: String::new(),
+        lean_plane: args.lean_plane,
     }
 }
 

@@ -29,6 +29,12 @@ pub struct PlaneOptions {
     /// API Priority and Fairness and the inflight limits as a cluster has them. Off by default:
     /// benchmarks measure the operator, not throttling; tests of overload turn it on.
     pub priority_and_fairness: bool,
+    /// The plane's per-Service work: the endpoints, EndpointSlice and mirroring controllers,
+    /// and the scheduler's default topology spreading, which builds each pod's selector from
+    /// the Services in its namespace. Both grow with Services x pods in one namespace: with
+    /// 40,000 (10,000 jobs) they held a core and a half and scheduled 6 pods/s. kwok pods serve
+    /// no traffic, so a scale run may turn it off; on by default, as a cluster has it.
+    pub service_work: bool,
 }
 
 impl Default for PlaneOptions {
@@ -43,6 +49,7 @@ impl Default for PlaneOptions {
             lifetime: Lifetime::DieWithParent,
             start_timeout: Duration::from_secs(secs),
             priority_and_fairness: false,
+            service_work: true,
         }
     }
 }
@@ -106,11 +113,15 @@ impl ControlPlane {
         let client = plane.wait_ready(deadline).await?;
 
         let kc = plane.kubeconfig.display().to_string();
-        plane
-            .components
-            .push(spawn("kube-controller-manager", kcm_args(&kc, &pki, kcm_port))?);
+        plane.components.push(spawn(
+            "kube-controller-manager",
+            kcm_args(&kc, &pki, kcm_port, options.service_work),
+        )?);
         let sched_config = dir.join("scheduler.yaml");
-        write(&sched_config, &scheduler_config(&plane.kubeconfig))?;
+        write(
+            &sched_config,
+            &scheduler_config(&plane.kubeconfig, options.service_work),
+        )?;
         plane.components.push(spawn(
             "kube-scheduler",
             scheduler_args(&kc, &sched_config, sched_port),
@@ -421,7 +432,15 @@ fn apiserver_args(pki: &Pki, etcd_port: u16, port: u16, fairness: bool) -> Vec<S
     args
 }
 
-fn kcm_args(kubeconfig: &str, pki: &Pki, port: u16) -> Vec<String> {
+fn kcm_args(kubeconfig: &str, pki: &Pki, port: u16, service_work: bool) -> Vec<String> {
+    // kwok nodes send no kubelet heartbeats worth judging and have no cloud or pod CIDRs.
+    let mut controllers = "--controllers=*,-node-lifecycle-controller,-node-ipam-controller,\
+         -cloud-node-lifecycle-controller,-service-lb-controller,-node-route-controller"
+        .to_owned();
+    if !service_work {
+        controllers
+            .push_str(",-endpoints-controller,-endpointslice-controller,-endpointslice-mirroring-controller");
+    }
     vec![
         format!("--kubeconfig={kubeconfig}"),
         format!("--authentication-kubeconfig={kubeconfig}"),
@@ -432,31 +451,37 @@ fn kcm_args(kubeconfig: &str, pki: &Pki, port: u16) -> Vec<String> {
         "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics".to_owned(),
         format!("--root-ca-file={}", pki.ca_cert.display()),
         format!("--service-account-private-key-file={}", pki.sa_key.display()),
-        // kwok nodes send no kubelet heartbeats worth judging and have no cloud or pod CIDRs.
-        "--controllers=*,-node-lifecycle-controller,-node-ipam-controller,-cloud-node-lifecycle-controller,\
-         -service-lb-controller,-node-route-controller"
-            .to_owned(),
+        controllers,
         "--kube-api-qps=500".to_owned(),
         "--kube-api-burst=1000".to_owned(),
         "--profiling=false".to_owned(),
     ]
 }
 
-fn scheduler_config(kubeconfig: &Path) -> String {
+fn scheduler_config(kubeconfig: &Path, service_work: bool) -> String {
     let kc = serde_json::Value::from(kubeconfig.display().to_string());
+    // `List` with no constraints: no default spreading, so no Service lookups per pod.
+    let plugin_config = if service_work {
+        ""
+    } else {
+        "    pluginConfig:\n    - name: PodTopologySpread\n      args:\n        defaultingType: List\n"
+    };
+    let profiles: String = SCHEDULER_NAMES
+        .iter()
+        .map(|name| format!("  - schedulerName: {name}\n{plugin_config}"))
+        .collect();
     format!(
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
          clientConnection:\n  kubeconfig: {kc}\n  qps: 500\n  burst: 1000\n\
          leaderElection:\n  leaderElect: false\n\
-         profiles:\n  - schedulerName: default-scheduler\n\
-         {GANG_SCHEDULERS}"
+         profiles:\n{profiles}"
     )
 }
 
 /// Pods of gang-scheduled jobs name Volcano's or scheduler-plugins' scheduler; the local
 /// scheduler answers to those names too (with the default plugins, no gang semantics), so such
 /// pods run. Admission of PodGroups is the tests' part.
-const GANG_SCHEDULERS: &str = "  - schedulerName: volcano\n  - schedulerName: scheduler-plugins-scheduler\n";
+const SCHEDULER_NAMES: [&str; 3] = ["default-scheduler", "volcano", "scheduler-plugins-scheduler"];
 
 fn scheduler_args(kubeconfig: &str, config: &Path, port: u16) -> Vec<String> {
     vec![
@@ -486,5 +511,24 @@ mod tests {
         assert!(!dead.exists(), "a dead process's directory was kept");
         std::fs::remove_dir_all(&starting).unwrap();
         std::fs::remove_dir_all(&fresh).unwrap();
+    }
+
+    #[test]
+    fn a_plane_without_service_work_spreads_no_pod_by_default_in_any_profile() {
+        let config = |service_work| -> serde_json::Value {
+            serde_saphyr::from_str(&scheduler_config(Path::new("/k"), service_work)).unwrap()
+        };
+        let profiles = |config: &serde_json::Value| config["profiles"].as_array().unwrap().clone();
+
+        let lean = config(false);
+        assert_eq!(profiles(&lean).len(), 3);
+        for profile in profiles(&lean) {
+            let spread = &profile["pluginConfig"][0];
+            assert_eq!(spread["name"], "PodTopologySpread", "{profile}");
+            assert_eq!(spread["args"]["defaultingType"], "List", "{profile}");
+        }
+        let full = config(true);
+        assert!(profiles(&full).iter().all(|p| p.get("pluginConfig").is_none()));
+        assert_eq!(full["clientConnection"]["kubeconfig"], "/k");
     }
 }
