@@ -92,6 +92,9 @@ impl Operator {
             .stdout(Stdio::from(log_file))
             .stderr(Stdio::from(err_file))
             .kill_on_drop(true);
+        // kill_on_drop does not run when the benchmark itself is killed: the kernel ends the
+        // operator then, so no operator outlives the plane it was measuring.
+        kfop_testenv::set_parent_death_signal(command.as_std_mut());
         tracing::info!(bin = %bin.display(), ?args, %metrics_addr, "starting the operator");
         let child = command
             .spawn()

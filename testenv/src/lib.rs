@@ -33,3 +33,4 @@ pub use error::{Error, Result};
 pub use nodes::NodeShape;
 pub use peer::{Peer, PeerBuild, PeerOptions, PeerWebhooks, ensure_namespace};
 pub use plane::{ControlPlane, Lifetime, PlaneOptions, PlaneState};
+pub use process::set_parent_death_signal;

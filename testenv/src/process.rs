@@ -68,7 +68,7 @@ pub(crate) fn spawn(
 /// crashes or is killed never leaves etcd or kube-apiserver behind. Callers spawn from a thread
 /// that lives as long as the process.
 #[allow(unsafe_code)]
-fn set_parent_death_signal(cmd: &mut Command) {
+pub fn set_parent_death_signal(cmd: &mut Command) {
     use std::os::unix::process::CommandExt;
     // SAFETY: the closure runs between fork and exec and only calls prctl(2), which is
     // async-signal-safe and allocates nothing.
