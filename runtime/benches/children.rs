@@ -10,7 +10,8 @@ use std::time::Instant;
 
 use k8s_openapi::api::core::v1::PodStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
-use kfop_runtime::children::Children;
+use kfop_runtime::children::{Cached, Children};
+use kfop_runtime::compact::CachedPod;
 use kfop_runtime::labels;
 use kfop_runtime::plan::{Observed, ObservedPod, plan};
 use kfop_runtime::relist::Settled;
@@ -21,7 +22,7 @@ use kube::runtime::watcher::Event;
 const PODS_PER_JOB: usize = 4;
 
 /// A running worker pod of `job-<job>`, labelled as the planner labels its pods.
-fn pod(job: usize, index: usize) -> ObservedPod {
+fn pod(job: usize, index: usize) -> CachedPod {
     let mut pod = ObservedPod::default();
     pod.metadata.name = Some(format!("job-{job}-worker-{index}"));
     pod.metadata.namespace = Some("bench".into());
@@ -47,7 +48,7 @@ fn pod(job: usize, index: usize) -> ObservedPod {
         controller: Some(true),
         ..OwnerReference::default()
     }]);
-    pod
+    pod.into()
 }
 
 /// Mean microseconds per lookup of `lookups` jobs' pods.
@@ -78,7 +79,7 @@ fn main() {
     let mut first_pass = None;
     for jobs in [100, 1_000, 10_000] {
         let job_objects: Vec<TestJob> = (0..jobs).map(test_job).collect();
-        let (store, mut writer) = reflector::store::<ObservedPod>();
+        let (store, mut writer) = reflector::store::<CachedPod>();
         let children = Children::new(store.clone(), ());
         for job in 0..jobs {
             for index in 0..PODS_PER_JOB {
@@ -99,13 +100,7 @@ fn main() {
             store
                 .state()
                 .into_iter()
-                .filter(|p| {
-                    p.metadata
-                        .owner_references
-                        .iter()
-                        .flatten()
-                        .any(|o| o.controller == Some(true) && o.uid == uid)
-                })
+                .filter(|p| p.controller().is_some_and(|o| o.uid == uid))
                 .count()
         });
         let pass = mean_micros(lookups, |i| {

@@ -5,10 +5,60 @@ use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
 use std::sync::{Arc, PoisonError, RwLock};
 
-use kube::Resource;
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::api::DynamicObject;
+use kube::runtime::reflector::{Lookup, ObjectRef, Store};
 
-use crate::relist::Settled;
+use crate::relist::{Settled, key};
+
+/// The object controlling a cached child, as the child's controller owner reference names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ControllerRef<'a> {
+    /// The child's namespace, which is its controller's.
+    pub namespace: Option<&'a str>,
+    pub api_version: &'a str,
+    pub kind: &'a str,
+    pub name: &'a str,
+    pub uid: &'a str,
+}
+
+/// An object as a child cache keeps it, and the object a reconcile reads ([`Cached::Full`]).
+pub trait Cached: Lookup + Clone + Send + Sync + 'static
+where
+    Self::DynamicType: Eq + Hash + Clone,
+{
+    type Full;
+
+    /// The object controlling this one, if any.
+    fn controller(&self) -> Option<ControllerRef<'_>>;
+
+    /// The object as a reconcile reads it.
+    fn expand(this: &Arc<Self>) -> Arc<Self::Full>;
+}
+
+/// Owned objects of other kinds (ConfigMaps, Jobs, PodGroups, ...) are few and cached whole.
+impl Cached for DynamicObject {
+    type Full = Self;
+
+    fn controller(&self) -> Option<ControllerRef<'_>> {
+        let owner = self
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|o| o.controller == Some(true))?;
+        Some(ControllerRef {
+            namespace: self.metadata.namespace.as_deref(),
+            api_version: &owner.api_version,
+            kind: &owner.kind,
+            name: &owner.name,
+            uid: &owner.uid,
+        })
+    }
+
+    fn expand(this: &Arc<Self>) -> Arc<Self> {
+        this.clone()
+    }
+}
 
 /// An object's identity within one watch.
 type Key = (Option<String>, String);
@@ -34,18 +84,18 @@ impl Index {
 }
 
 /// The cache of a child kind: kube-runtime's store and the owner index beside it.
-pub struct Children<K: Resource + 'static>
+pub struct Children<C: Cached>
 where
-    K::DynamicType: Eq + Hash + Clone,
+    C::DynamicType: Eq + Hash + Clone,
 {
-    store: Store<K>,
-    dyntype: K::DynamicType,
+    store: Store<C>,
+    dyntype: C::DynamicType,
     index: Arc<RwLock<Index>>,
 }
 
-impl<K: Resource + 'static> Clone for Children<K>
+impl<C: Cached> Clone for Children<C>
 where
-    K::DynamicType: Eq + Hash + Clone,
+    C::DynamicType: Eq + Hash + Clone,
 {
     fn clone(&self) -> Self {
         Self {
@@ -56,9 +106,9 @@ where
     }
 }
 
-impl<K: Resource + 'static> std::fmt::Debug for Children<K>
+impl<C: Cached> std::fmt::Debug for Children<C>
 where
-    K::DynamicType: Eq + Hash + Clone,
+    C::DynamicType: Eq + Hash + Clone,
 {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let index = self.index.read().unwrap_or_else(PoisonError::into_inner);
@@ -68,14 +118,13 @@ where
     }
 }
 
-impl<K> Children<K>
+impl<C: Cached> Children<C>
 where
-    K: Resource + Clone + 'static,
-    K::DynamicType: Eq + Hash + Clone,
+    C::DynamicType: Eq + Hash + Clone,
 {
     /// The cache over `store`, whose objects are of `dyntype`; empty until [`Children::record`]
     /// sees the watch's objects.
-    pub fn new(store: Store<K>, dyntype: K::DynamicType) -> Self {
+    pub fn new(store: Store<C>, dyntype: C::DynamicType) -> Self {
         Self {
             store,
             dyntype,
@@ -83,37 +132,30 @@ where
         }
     }
 
-    pub fn store(&self) -> &Store<K> {
+    pub fn store(&self) -> &Store<C> {
         &self.store
     }
 
     /// Updates the index with an object the store already holds (or no longer holds).
-    pub fn record(&self, child: &Settled<K>) {
-        let meta = child.object().meta();
-        let key = (meta.namespace.clone(), meta.name.clone().unwrap_or_default());
+    pub fn record(&self, child: &Settled<C>) {
+        let key = key(child.object());
         let mut index = self.index.write().unwrap_or_else(PoisonError::into_inner);
         index.unlink(&key);
         let Settled::Present(object) = child else {
             return;
         };
-        let owner = object
-            .meta()
-            .owner_references
-            .iter()
-            .flatten()
-            .find(|o| o.controller == Some(true));
-        if let Some(owner) = owner {
+        if let Some(owner) = object.controller() {
             index
                 .by_owner
-                .entry(owner.uid.clone())
+                .entry(owner.uid.to_owned())
                 .or_default()
                 .insert(key.clone());
-            index.owner_of.insert(key, owner.uid.clone());
+            index.owner_of.insert(key, owner.uid.to_owned());
         }
     }
 
-    /// The cached objects controlled by the object with `owner_uid`.
-    pub fn of(&self, owner_uid: &str) -> Vec<Arc<K>> {
+    /// The cached objects controlled by the object with `owner_uid`, as reconciles read them.
+    pub fn of(&self, owner_uid: &str) -> Vec<Arc<C::Full>> {
         let index = self.index.read().unwrap_or_else(PoisonError::into_inner);
         let Some(keys) = index.by_owner.get(owner_uid) else {
             return Vec::new();
@@ -125,14 +167,8 @@ where
                 self.store.get(&key)
             })
             // The store may hold a newer object under the name that another owner controls.
-            .filter(|object| {
-                object
-                    .meta()
-                    .owner_references
-                    .iter()
-                    .flatten()
-                    .any(|o| o.controller == Some(true) && o.uid == owner_uid)
-            })
+            .filter(|object| object.controller().is_some_and(|o| o.uid == owner_uid))
+            .map(|object| C::expand(&object))
             .collect()
     }
 
@@ -148,24 +184,25 @@ where
 
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::api::core::v1::Pod;
     use kube::runtime::reflector;
     use kube::runtime::watcher::Event;
     use serde_json::json;
 
     use super::*;
+    use crate::compact::CachedPod;
+    use crate::observed_child::ObservedPod;
 
-    fn pod(name: &str, owner: &str) -> Pod {
-        serde_json::from_value(json!({ "metadata": { "name": name, "namespace": "ns",
+    fn pod(name: &str, owner: &str) -> CachedPod {
+        CachedPod::from(serde_json::from_value::<ObservedPod>(json!({ "metadata": { "name": name, "namespace": "ns",
             "ownerReferences": [{ "apiVersion": "v1", "kind": "J", "name": "j", "uid": owner, "controller": true }] } }))
-        .unwrap()
+        .unwrap())
     }
 
     #[test]
     fn children_follow_their_owner_through_changes_and_deletes() {
-        let (store, mut writer) = reflector::store::<Pod>();
+        let (store, mut writer) = reflector::store::<CachedPod>();
         let children = Children::new(store, ());
-        let apply = |writer: &mut reflector::store::Writer<Pod>, p: Pod| {
+        let apply = |writer: &mut reflector::store::Writer<CachedPod>, p: CachedPod| {
             writer.apply_watcher_event(&Event::Apply(p.clone()));
             children.record(&Settled::Present(p));
         };

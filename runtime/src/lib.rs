@@ -16,6 +16,7 @@ mod cache;
 pub mod cel_rule;
 pub mod children;
 pub mod client;
+pub mod compact;
 pub mod controller;
 pub mod defaults;
 pub mod dynamic;

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use futures::{FutureExt, StreamExt};
+use futures::{FutureExt, StreamExt, TryStreamExt};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::reflector::{self, Store};
@@ -13,7 +13,8 @@ use kube::{Api, Client, Resource};
 use kube_lease_manager::LeaseManagerBuilder;
 use tokio::sync::watch;
 
-use crate::children::Children;
+use crate::children::{Cached, Children};
+use crate::compact::{CachedPod, CachedService, compacted};
 use crate::controller::{
     self, Activity, Context, ControllerConfig, Created, Deleted, Router, Triggers, Written,
 };
@@ -67,8 +68,8 @@ struct Shared {
     config: ControllerConfig,
     metrics: Arc<Metrics>,
     events: controller::EventWriter,
-    pods: Children<ObservedPod>,
-    services: Children<ObservedService>,
+    pods: Children<CachedPod>,
+    services: Children<CachedService>,
     priority_classes: Option<Store<PriorityClass>>,
     shutdown: watch::Receiver<bool>,
 }
@@ -254,8 +255,8 @@ impl Manager {
                 ),
                 None => (Api::all(self.client.clone()), Api::all(self.client.clone())),
             };
-        let (pod_store, pod_writer) = reflector::store::<ObservedPod>();
-        let (service_store, service_writer) = reflector::store::<ObservedService>();
+        let (pod_store, pod_writer) = reflector::store::<CachedPod>();
+        let (service_store, service_writer) = reflector::store::<CachedService>();
         let (pods, services) = (Children::new(pod_store, ()), Children::new(service_store, ()));
         // Under gang scheduling every job owns a PodGroup, and minResources weighs roles by
         // their PriorityClass.
@@ -375,7 +376,7 @@ impl Manager {
         let pod_watch = route_children(
             watcher(pod_api, watcher_config.clone())
                 .default_backoff()
-                .modify(crate::cache::slim_pod),
+                .map_ok(compacted::<ObservedPod, CachedPod>),
             pod_writer,
             pods.clone(),
             router.clone(),
@@ -383,7 +384,7 @@ impl Manager {
         let service_watch = route_children(
             watcher(service_api, watcher_config)
                 .default_backoff()
-                .modify(crate::cache::slim),
+                .map_ok(compacted::<ObservedService, CachedService>),
             service_writer,
             services.clone(),
             router,
@@ -524,14 +525,16 @@ async fn route_children<K>(
     children: Children<K>,
     router: Arc<Router>,
 ) where
-    K: Resource + Clone + Send + Sync + 'static,
+    K: Cached,
     K::DynamicType: Eq + std::hash::Hash + Clone + Send + Sync,
 {
     let reader = writer.as_reader();
-    crate::relist::settled(watch.reflect(writer), reader)
+    crate::relist::settled(reflector::reflector(writer, watch), reader)
         .for_each(|child| {
             children.record(&child);
-            router.route(child.object().meta());
+            if let Some(controller) = child.object().controller() {
+                router.route(controller);
+            }
             std::future::ready(())
         })
         .await;
@@ -608,7 +611,7 @@ mod tests {
     use super::*;
     use crate::controller::Owner;
 
-    fn pod(name: &str, owner: &str) -> ObservedPod {
+    fn pod(name: &str, owner: &str) -> CachedPod {
         let mut pod = ObservedPod::default();
         pod.metadata.name = Some(name.into());
         pod.metadata.namespace = Some("ns".into());
@@ -620,7 +623,7 @@ mod tests {
             controller: Some(true),
             ..OwnerReference::default()
         }]);
-        pod
+        pod.into()
     }
 
     /// A child changed and deleted before the controller looks (one burst on the watch), then
@@ -635,7 +638,7 @@ mod tests {
             Ok(watcher::Event::Delete(pod("a-worker-0", "a"))),
             Ok(watcher::Event::Apply(pod("b-worker-0", "b"))),
         ]);
-        let (store, writer) = reflector::store::<ObservedPod>();
+        let (store, writer) = reflector::store::<CachedPod>();
         let children = Children::new(store.clone(), ());
         route_children(events, writer, children.clone(), Arc::new(router)).await;
         assert_eq!(children.of("uid-b").len(), 1, "the index follows the watch");

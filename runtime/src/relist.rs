@@ -12,9 +12,8 @@
 use std::collections::HashSet;
 
 use futures::{Stream, StreamExt, stream};
-use kube::runtime::reflector::Store;
+use kube::runtime::reflector::{Lookup, Store};
 use kube::runtime::watcher::{self, Event};
-use kube::{Resource, ResourceExt};
 
 /// An object of a reflected watch, released once the store holds what it says.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,7 +48,7 @@ pub fn settled<K>(
     reader: Store<K>,
 ) -> impl Stream<Item = Settled<K>>
 where
-    K: Resource + Clone + 'static,
+    K: Lookup + Clone + 'static,
     K::DynamicType: Eq + std::hash::Hash + Clone,
 {
     let mut relist = Relist::default();
@@ -75,13 +74,16 @@ impl<K> Default for Relist<K> {
 }
 
 /// An object's identity within one watch: its namespace and name.
-fn key<K: ResourceExt>(object: &K) -> (Option<String>, String) {
-    (object.namespace(), object.name_any())
+pub(crate) fn key<K: Lookup>(object: &K) -> (Option<String>, String) {
+    (
+        object.namespace().map(std::borrow::Cow::into_owned),
+        object.name().map(std::borrow::Cow::into_owned).unwrap_or_default(),
+    )
 }
 
 impl<K> Relist<K>
 where
-    K: Resource + Clone,
+    K: Lookup + Clone,
     K::DynamicType: Eq + std::hash::Hash + Clone,
 {
     fn step(&mut self, event: Result<Event<K>, watcher::Error>, reader: &Store<K>) -> Vec<Settled<K>> {
@@ -124,6 +126,7 @@ mod tests {
     use k8s_openapi::api::core::v1::Pod;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
     use kube::runtime::WatchStreamExt;
+    use kube::ResourceExt;
     use kube::runtime::reflector;
 
     use super::*;

@@ -34,7 +34,8 @@ use triggers::coalesced;
 
 use crate::children::Children;
 use crate::error::{Error, Result};
-use crate::framework::{Framework, ObservedPod, ObservedService};
+use crate::compact::{CachedPod, CachedService};
+use crate::framework::Framework;
 use crate::gang::GangScheduler;
 use crate::metrics::{Metrics, ReconcileResult};
 use crate::plan::Scheduling;
@@ -82,8 +83,8 @@ pub struct Context<F: Framework> {
     pub config: ControllerConfig,
     pub metrics: Arc<Metrics>,
     pub events: EventWriter,
-    pub pods: Children<ObservedPod>,
-    pub services: Children<ObservedService>,
+    pub pods: Children<CachedPod>,
+    pub services: Children<CachedService>,
     /// Caches of the framework's other owned kinds ([`Framework::owned_kinds`]).
     pub objects: Vec<Children<DynamicObject>>,
     /// PriorityClasses, cached when gang scheduling is on.

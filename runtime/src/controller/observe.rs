@@ -11,6 +11,7 @@ use kube::api::DynamicObject;
 
 use super::per_job::PerJob;
 use crate::children::Children;
+use crate::compact::{CachedPod, CachedService};
 use crate::framework::observed_service;
 use crate::plan::{Observed, ObservedPod, ObservedService, Scheduling};
 
@@ -116,8 +117,8 @@ fn add_created(uid: &str, observed: &mut Observed, created: &Created) {
 /// creates and deletes applied.
 pub fn observe(
     uid: &str,
-    pods: &Children<ObservedPod>,
-    services: &Children<ObservedService>,
+    pods: &Children<CachedPod>,
+    services: &Children<CachedService>,
     objects: &[Children<DynamicObject>],
     scheduling: Scheduling,
     created: &Created,
@@ -181,9 +182,9 @@ mod tests {
 
     #[test]
     fn own_creates_show_until_the_cache_does_and_own_deletes_hide() {
-        let (store, mut writer) = reflector::store::<ObservedPod>();
+        let (store, mut writer) = reflector::store::<CachedPod>();
         let pods = Children::new(store, ());
-        let services = Children::new(reflector::store::<ObservedService>().0, ());
+        let services = Children::new(reflector::store::<CachedService>().0, ());
         let (created, deleted) = (Created::default(), Deleted::default());
         let look = || {
             observe(
@@ -202,7 +203,7 @@ mod tests {
         assert_eq!(names(&look()), ["j-0", "j-1"], "created, not yet cached");
 
         // The watch delivers j-0: the cache's copy is shown, once.
-        let cached = ObservedPod::from(pod("j-0", "u0"));
+        let cached = CachedPod::from(ObservedPod::from(pod("j-0", "u0")));
         writer.apply_watcher_event(&Event::Apply(cached.clone()));
         pods.record(&Settled::Present(cached));
         assert_eq!(names(&look()), ["j-0", "j-1"]);

@@ -12,8 +12,9 @@ use std::time::Duration;
 
 use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
 use futures::{Stream, StreamExt};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::scheduler::{ScheduleRequest, scheduler};
+
+use crate::children::ControllerRef;
 
 /// The job a child event is about.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -29,19 +30,6 @@ impl Owner {
             namespace: job.namespace(),
             name: job.name_any(),
         }
-    }
-
-    /// The job that controls the child with `meta`, if it is of `api_version`/`kind`.
-    pub fn controlling(meta: &ObjectMeta, api_version: &str, kind: &str) -> Option<Self> {
-        let owner = meta
-            .owner_references
-            .iter()
-            .flatten()
-            .find(|o| o.controller == Some(true) && o.kind == kind && o.api_version == api_version)?;
-        Some(Self {
-            namespace: meta.namespace.clone(),
-            name: owner.name.clone(),
-        })
     }
 }
 
@@ -79,15 +67,19 @@ impl Router {
         receiver
     }
 
-    /// Sends the owner of the child with `meta` to the controller of its kind (a child has at
-    /// most one controller; children of kinds nobody here reconciles are dropped).
-    pub fn route(&self, meta: &ObjectMeta) {
+    /// Sends a child's `controller` to the controller of its kind (children of kinds nobody
+    /// here reconciles are dropped).
+    pub fn route(&self, controller: ControllerRef<'_>) {
         let routes = self
             .routes
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         for route in routes.iter() {
-            if let Some(owner) = Owner::controlling(meta, &route.api_version, &route.kind) {
+            if route.kind == controller.kind && route.api_version == controller.api_version {
+                let owner = Owner {
+                    namespace: controller.namespace.map(str::to_owned),
+                    name: controller.name.to_owned(),
+                };
                 // A closed receiver is a controller that has stopped; nothing is left to tell.
                 let _ = route.sender.unbounded_send(owner);
             }
@@ -108,10 +100,20 @@ pub fn coalesced(triggers: Triggers, window: Duration) -> impl Stream<Item = Own
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+    use crate::children::Cached;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+    use kube::api::DynamicObject;
 
-    fn child(owner_kind: &str, controller: bool) -> ObjectMeta {
-        ObjectMeta {
+    /// A child as the watches route it: by its controller owner reference, if it has one.
+    fn route(router: &Router, child: &DynamicObject) {
+        if let Some(controller) = child.controller() {
+            router.route(controller);
+        }
+    }
+
+    fn child(owner_kind: &str, controller: bool) -> DynamicObject {
+        let mut child = DynamicObject::new("c", &kube::api::ApiResource::erase::<k8s_openapi::api::core::v1::Pod>(&()));
+        child.metadata = ObjectMeta {
             name: Some("c".into()),
             namespace: Some("ns".into()),
             owner_references: Some(vec![OwnerReference {
@@ -123,7 +125,8 @@ mod tests {
                 ..OwnerReference::default()
             }]),
             ..ObjectMeta::default()
-        }
+        };
+        child
     }
 
     #[tokio::test]
@@ -131,9 +134,9 @@ mod tests {
         let router = Router::default();
         let mut pytorch = router.subscribe("kubeflow.org/v1", "PyTorchJob");
         let mut tf = router.subscribe("kubeflow.org/v1", "TFJob");
-        router.route(&child("TFJob", true));
-        router.route(&child("PyTorchJob", false));
-        router.route(&child("PyTorchJob", true));
+        route(&router, &child("TFJob", true));
+        route(&router, &child("PyTorchJob", false));
+        route(&router, &child("PyTorchJob", true));
         drop(router);
         let owner = Owner {
             namespace: Some("ns".into()),
@@ -156,7 +159,7 @@ mod tests {
         let mut out = Box::pin(coalesced(triggers, Duration::from_millis(250)));
         let start = tokio::time::Instant::now();
         for _ in 0..3 {
-            router.route(&child("TFJob", true));
+            route(&router, &child("TFJob", true));
             // Polled as the controller does, so each change is read when it is sent.
             assert!(futures::poll!(out.next()).is_pending(), "held for the window");
             tokio::time::advance(Duration::from_millis(50)).await;
@@ -169,7 +172,7 @@ mod tests {
             "fired at the first change's window"
         );
         // Nothing else is pending: a later change starts a new burst.
-        router.route(&child("TFJob", true));
+        route(&router, &child("TFJob", true));
         let again = tokio::time::timeout(Duration::from_millis(249), out.next()).await;
         assert!(again.is_err(), "the new burst waits its own window");
         assert_eq!(out.next().await.unwrap(), first);
@@ -180,7 +183,7 @@ mod tests {
         let router = Router::default();
         drop(router.subscribe("kubeflow.org/v1", "TFJob"));
         let mut alive = router.subscribe("kubeflow.org/v1", "TFJob");
-        router.route(&child("TFJob", true));
+        route(&router, &child("TFJob", true));
         assert!(alive.try_recv().is_ok());
     }
 }
