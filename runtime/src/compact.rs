@@ -43,11 +43,9 @@ fn pairs(map: Option<BTreeMap<String, String>>) -> Pairs {
 }
 
 fn map(pairs: &Pairs) -> Option<BTreeMap<String, String>> {
-    pairs.as_ref().map(|p| {
-        p.iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    })
+    pairs
+        .as_ref()
+        .map(|p| p.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
 }
 
 /// An owner reference with every field interned (a job's children all name the same owner).
@@ -433,7 +431,12 @@ mod tests {
         assert_eq!(cached.resource_version().as_deref(), Some("42"));
         let controller = cached.controller().unwrap();
         assert_eq!(
-            (controller.kind, controller.name, controller.uid, controller.namespace),
+            (
+                controller.kind,
+                controller.name,
+                controller.uid,
+                controller.namespace
+            ),
             ("PyTorchJob", "j", "job-uid", Some("ns"))
         );
     }

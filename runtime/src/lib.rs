@@ -27,6 +27,7 @@ pub mod gang;
 pub mod hooks;
 pub mod info;
 pub mod labels;
+pub mod malloc;
 pub mod manager;
 pub mod manifest;
 pub mod metrics;

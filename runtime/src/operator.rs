@@ -161,6 +161,7 @@ pub async fn run(
     reporter: &str,
     register: impl FnOnce(Manager) -> Manager,
 ) -> Result<()> {
+    crate::malloc::single_arena();
     let config = kube::Config::infer().await.map_err(|e| Error::Config {
         action: "inferring it from $KUBECONFIG or the cluster",
         source: Box::new(e),

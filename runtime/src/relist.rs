@@ -77,7 +77,10 @@ impl<K> Default for Relist<K> {
 pub(crate) fn key<K: Lookup>(object: &K) -> (Option<String>, String) {
     (
         object.namespace().map(std::borrow::Cow::into_owned),
-        object.name().map(std::borrow::Cow::into_owned).unwrap_or_default(),
+        object
+            .name()
+            .map(std::borrow::Cow::into_owned)
+            .unwrap_or_default(),
     )
 }
 
@@ -125,8 +128,8 @@ where
 mod tests {
     use k8s_openapi::api::core::v1::Pod;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-    use kube::runtime::WatchStreamExt;
     use kube::ResourceExt;
+    use kube::runtime::WatchStreamExt;
     use kube::runtime::reflector;
 
     use super::*;

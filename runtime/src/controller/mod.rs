@@ -33,8 +33,8 @@ pub use written::Written;
 use triggers::coalesced;
 
 use crate::children::Children;
-use crate::error::{Error, Result};
 use crate::compact::{CachedPod, CachedService};
+use crate::error::{Error, Result};
 use crate::framework::Framework;
 use crate::gang::GangScheduler;
 use crate::metrics::{Metrics, ReconcileResult};

@@ -112,7 +112,10 @@ mod tests {
     }
 
     fn child(owner_kind: &str, controller: bool) -> DynamicObject {
-        let mut child = DynamicObject::new("c", &kube::api::ApiResource::erase::<k8s_openapi::api::core::v1::Pod>(&()));
+        let mut child = DynamicObject::new(
+            "c",
+            &kube::api::ApiResource::erase::<k8s_openapi::api::core::v1::Pod>(&()),
+        );
         child.metadata = ObjectMeta {
             name: Some("c".into()),
             namespace: Some("ns".into()),
