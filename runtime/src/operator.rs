@@ -161,7 +161,6 @@ pub async fn run(
     reporter: &str,
     register: impl FnOnce(Manager) -> Manager,
 ) -> Result<()> {
-    crate::malloc::single_arena();
     let config = kube::Config::infer().await.map_err(|e| Error::Config {
         action: "inferring it from $KUBECONFIG or the cluster",
         source: Box::new(e),
@@ -222,9 +221,30 @@ pub fn init_logging(default_filter: &str) {
         .init();
 }
 
+/// Runs an operator's `main` on a multi-threaded async runtime, with the allocator set up before
+/// any of the runtime's threads allocates ([`crate::malloc::single_arena`]).
+pub fn block_on(main: impl std::future::Future<Output = ExitCode>) -> ExitCode {
+    crate::malloc::single_arena();
+    match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime.block_on(main),
+        Err(e) => {
+            eprintln!("starting the async runtime: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// The whole `main` of a one-framework operator: logging, flags, `crd` to print the CRD, else
 /// run until SIGTERM.
-pub async fn main<F>() -> ExitCode
+pub fn main<F>() -> ExitCode
+where
+    F: Framework + Default,
+    F::Job: CustomResourceExt,
+{
+    block_on(framework_main::<F>())
+}
+
+async fn framework_main<F>() -> ExitCode
 where
     F: Framework + Default,
     F::Job: CustomResourceExt,

@@ -38,8 +38,11 @@ enum Command {
     Deploy,
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    kfop_runtime::operator::block_on(operator_main())
+}
+
+async fn operator_main() -> ExitCode {
     kfop_runtime::operator::init_logging("warn");
     let cli = Cli::parse();
     let enabled = match schemes::parse(&cli.enable_scheme) {

@@ -1,6 +1,5 @@
 // Scaffolded by kfop 0.1.0. This file is yours: `kfop gen` never changes it.
 //! The XGBoostJob operator: `xgboost-operator` runs it, `xgboost-operator crd` prints its CRD.
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
-    kfop_runtime::operator::main::<xgboost_operator::Xgboost>().await
+fn main() -> std::process::ExitCode {
+    kfop_runtime::operator::main::<xgboost_operator::Xgboost>()
 }

@@ -1,6 +1,5 @@
 {{ header }}
 //! The {{ m.kind }} operator: `{{ m.crate_name() }}` runs it, `{{ m.crate_name() }} crd` prints its CRD.
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
-    kfop_runtime::operator::main::<{{ m.crate_ident() }}::{{ m.framework_type() }}>().await
+fn main() -> std::process::ExitCode {
+    kfop_runtime::operator::main::<{{ m.crate_ident() }}::{{ m.framework_type() }}>()
 }
