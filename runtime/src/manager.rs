@@ -532,9 +532,7 @@ async fn route_children<K>(
     crate::relist::settled(reflector::reflector(writer, watch), reader)
         .for_each(|child| {
             children.record(&child);
-            if let Some(controller) = child.object().controller() {
-                router.route(controller);
-            }
+            router.route(child.object());
             std::future::ready(())
         })
         .await;

@@ -14,7 +14,7 @@ use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
 use futures::{Stream, StreamExt};
 use kube::runtime::scheduler::{ScheduleRequest, scheduler};
 
-use crate::children::ControllerRef;
+use crate::children::Cached;
 
 /// The job a child event is about.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -67,9 +67,15 @@ impl Router {
         receiver
     }
 
-    /// Sends a child's `controller` to the controller of its kind (children of kinds nobody
-    /// here reconciles are dropped).
-    pub fn route(&self, controller: ControllerRef<'_>) {
+    /// Sends the owner of `child` to the controller of its kind (a child has at most one
+    /// controller; children of kinds nobody here reconciles are dropped).
+    pub fn route<C: Cached>(&self, child: &C)
+    where
+        C::DynamicType: Eq + std::hash::Hash + Clone,
+    {
+        let Some(controller) = child.controller() else {
+            return;
+        };
         let routes = self
             .routes
             .read()
@@ -100,16 +106,8 @@ pub fn coalesced(triggers: Triggers, window: Duration) -> impl Stream<Item = Own
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::children::Cached;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
     use kube::api::DynamicObject;
-
-    /// A child as the watches route it: by its controller owner reference, if it has one.
-    fn route(router: &Router, child: &DynamicObject) {
-        if let Some(controller) = child.controller() {
-            router.route(controller);
-        }
-    }
 
     fn child(owner_kind: &str, controller: bool) -> DynamicObject {
         let mut child = DynamicObject::new(
@@ -137,9 +135,9 @@ mod tests {
         let router = Router::default();
         let mut pytorch = router.subscribe("kubeflow.org/v1", "PyTorchJob");
         let mut tf = router.subscribe("kubeflow.org/v1", "TFJob");
-        route(&router, &child("TFJob", true));
-        route(&router, &child("PyTorchJob", false));
-        route(&router, &child("PyTorchJob", true));
+        router.route(&child("TFJob", true));
+        router.route(&child("PyTorchJob", false));
+        router.route(&child("PyTorchJob", true));
         drop(router);
         let owner = Owner {
             namespace: Some("ns".into()),
@@ -162,7 +160,7 @@ mod tests {
         let mut out = Box::pin(coalesced(triggers, Duration::from_millis(250)));
         let start = tokio::time::Instant::now();
         for _ in 0..3 {
-            route(&router, &child("TFJob", true));
+            router.route(&child("TFJob", true));
             // Polled as the controller does, so each change is read when it is sent.
             assert!(futures::poll!(out.next()).is_pending(), "held for the window");
             tokio::time::advance(Duration::from_millis(50)).await;
@@ -175,7 +173,7 @@ mod tests {
             "fired at the first change's window"
         );
         // Nothing else is pending: a later change starts a new burst.
-        route(&router, &child("TFJob", true));
+        router.route(&child("TFJob", true));
         let again = tokio::time::timeout(Duration::from_millis(249), out.next()).await;
         assert!(again.is_err(), "the new burst waits its own window");
         assert_eq!(out.next().await.unwrap(), first);
@@ -186,7 +184,7 @@ mod tests {
         let router = Router::default();
         drop(router.subscribe("kubeflow.org/v1", "TFJob"));
         let mut alive = router.subscribe("kubeflow.org/v1", "TFJob");
-        route(&router, &child("TFJob", true));
+        router.route(&child("TFJob", true));
         assert!(alive.try_recv().is_ok());
     }
 }
