@@ -193,7 +193,10 @@ async fn only_the_leader_reconciles_and_a_standby_takes_over() {
         lease_name: "kfop-test-leader".to_owned(),
         namespace: ns.name().to_owned(),
         identity: identity.to_owned(),
-        lease_duration_secs: 4,
+        // Renewal is due a third of the lease before expiry: 5 s of slack for a loaded CI
+        // machine (4 s, with 1 s, let the standby take over a leader that was merely slow). The
+        // hand-over below is a release, so it does not wait for expiry.
+        lease_duration_secs: 15,
     };
     let (a_addr, b_addr) = (free_addr(), free_addr());
     let (stop_a, task_a) = start(ns.client(), config(ns.name(), Some(a_addr), Some(lease("a"))));

@@ -418,8 +418,15 @@ async fn v1_and_v2beta1_side_by_side_with_rotating_certificates() {
     assert!(bundles.len() >= 2, "the CRD's caBundle never changed");
 
     // A restart reuses the Secret's certificate; one that outlived its certificate replaces it
-    // at once.
-    let before = serving_cert(&secrets).await.unwrap();
+    // at once. The restart follows a fresh promotion, so the certificate it finds has about
+    // 18 s before renewal is due (30 s validity, renewed with 10 s left, 2 s staged): a restart
+    // that found one already due would rightly replace it.
+    let seen = serving_cert(&secrets).await.unwrap();
+    let before = wait::until("the next rotation", Duration::from_secs(40), || async {
+        Ok(serving_cert(&secrets).await.filter(|cert| *cert != seen))
+    })
+    .await
+    .unwrap();
     drop(running);
     let running = start(env, ns.name(), webhook).await;
     v1.create(&pp, &job("after-restart", "v1", json!({})))
