@@ -20,6 +20,9 @@ pub enum Error {
     )]
     CrdMissing { kind: String, source: kube::Error },
 
+    #[error("reading the cached job {job}: {source}")]
+    Unpack { job: String, source: serde_json::Error },
+
     #[error("preparing {object}: {source}")]
     Prepare {
         object: String,

@@ -33,6 +33,7 @@ pub mod manifest;
 pub mod metrics;
 pub mod observed_child;
 pub mod operator;
+pub mod packed;
 pub mod plan;
 pub mod policy;
 pub mod relist;

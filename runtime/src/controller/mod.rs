@@ -35,9 +35,10 @@ use triggers::coalesced;
 use crate::children::Children;
 use crate::compact::{CachedPod, CachedService};
 use crate::error::{Error, Result};
-use crate::framework::Framework;
+use crate::framework::{Framework, TrainingJob};
 use crate::gang::GangScheduler;
 use crate::metrics::{Metrics, ReconcileResult};
+use crate::packed::Packed;
 use crate::plan::Scheduling;
 use crate::plan::plan;
 
@@ -114,6 +115,14 @@ const ERROR_RETRY: Duration = Duration::from_secs(2);
 /// writes per job). The job's own events are not delayed.
 const CHILD_COALESCE: Duration = Duration::from_millis(250);
 
+/// The cached job, unpacked for the reconcile or resync that plans it.
+fn unpack<K: TrainingJob>(packed: &Packed<K>) -> Result<K> {
+    packed.unpack().map_err(|source| Error::Unpack {
+        job: format!("{}/{}", packed.namespace().unwrap_or_default(), packed.name_any()),
+        source,
+    })
+}
+
 /// Plans `job` from the caches: the function both reconciles and resyncs run.
 fn plan_job<F: Framework>(ctx: &Context<F>, job: &F::Job) -> Result<crate::plan::Plan> {
     let scheduling = Scheduling {
@@ -151,7 +160,7 @@ fn plan_job<F: Framework>(ctx: &Context<F>, job: &F::Job) -> Result<crate::plan:
         job = %job.name_any(),
     )
 )]
-async fn reconcile<F: Framework>(job: Arc<F::Job>, ctx: Arc<Context<F>>) -> Result<Action> {
+async fn reconcile<F: Framework>(job: Arc<Packed<F::Job>>, ctx: Arc<Context<F>>) -> Result<Action> {
     let owner = Owner::of(job.as_ref());
     ctx.activity.started(&owner, Instant::now());
     let (result, requeue) = reconcile_once(job.as_ref(), &ctx).await;
@@ -164,16 +173,19 @@ async fn reconcile<F: Framework>(job: Arc<F::Job>, ctx: Arc<Context<F>>) -> Resu
 }
 
 /// One reconcile: the result, and when to run again without a new event.
-async fn reconcile_once<F: Framework>(job: &F::Job, ctx: &Context<F>) -> (Result<()>, Option<Duration>) {
+async fn reconcile_once<F: Framework>(
+    packed: &Packed<F::Job>,
+    ctx: &Context<F>,
+) -> (Result<()>, Option<Duration>) {
     let mut timer = ctx.metrics.reconcile(&ctx.framework.info().controller_name);
-    let uid = job.uid().unwrap_or_default();
-    if ctx.written.is_stale(&uid, job.resource_version().as_deref()) {
-        tracing::debug!(rv = ?job.resource_version(), "cached job older than our write");
+    let uid = packed.uid().unwrap_or_default();
+    if ctx.written.is_stale(&uid, packed.resource_version().as_deref()) {
+        tracing::debug!(rv = ?packed.resource_version(), "cached job older than our write");
         timer.set_result(ReconcileResult::Requeue);
         return (Ok(()), Some(STALE_RETRY));
     }
-    let (result, requeue) = match plan_job(ctx, job) {
-        Ok(plan) => {
+    let (result, requeue) = match unpack(packed).and_then(|job| Ok((plan_job(ctx, &job)?, job))) {
+        Ok((plan, job)) => {
             tracing::debug!(
                 create_pods = plan.create_pods.len(),
                 delete_pods = plan.delete_pods.len(),
@@ -185,7 +197,7 @@ async fn reconcile_once<F: Framework>(job: &F::Job, ctx: &Context<F>) -> (Result
                 "planned"
             );
             let requeue = plan.requeue_after;
-            (apply(ctx, job, plan).await, requeue)
+            (apply(ctx, &job, plan).await, requeue)
         }
         Err(error) => (Err(error), None),
     };
@@ -196,7 +208,7 @@ async fn reconcile_once<F: Framework>(job: &F::Job, ctx: &Context<F>) -> (Result
     (result, requeue)
 }
 
-fn error_policy<F: Framework>(job: Arc<F::Job>, error: &Error, _ctx: Arc<Context<F>>) -> Action {
+fn error_policy<F: Framework>(job: Arc<Packed<F::Job>>, error: &Error, _ctx: Arc<Context<F>>) -> Action {
     tracing::warn!(job = %job.name_any(), namespace = ?job.namespace(), %error, "reconcile failed");
     Action::requeue(ERROR_RETRY)
 }
@@ -205,7 +217,7 @@ fn error_policy<F: Framework>(job: Arc<F::Job>, error: &Error, _ctx: Arc<Context
 /// forgets per-job state of jobs that are gone.
 async fn resync<F: Framework>(
     ctx: Arc<Context<F>>,
-    jobs: Store<F::Job>,
+    jobs: Store<Packed<F::Job>>,
     reconcile: futures::channel::mpsc::UnboundedSender<Owner>,
 ) {
     let mut ticks = tokio::time::interval(ctx.config.resync_period.max(Duration::from_secs(1)));
@@ -219,7 +231,7 @@ async fn resync<F: Framework>(
 
 fn resync_once<F: Framework>(
     ctx: &Context<F>,
-    jobs: &Store<F::Job>,
+    jobs: &Store<Packed<F::Job>>,
     reconcile: &futures::channel::mpsc::UnboundedSender<Owner>,
 ) {
     let live = jobs.state();
@@ -238,7 +250,7 @@ fn resync_once<F: Framework>(
         {
             continue;
         }
-        let work = match plan_job(ctx, job) {
+        let work = match unpack(job).and_then(|job| plan_job(ctx, &job)) {
             Ok(plan) if plan.has_work() => plan.work(),
             Ok(_) => continue,
             Err(e) => e.to_string(),
@@ -305,7 +317,8 @@ pub async fn run<F: Framework>(
             writer,
             watcher(jobs, watcher::Config::default())
                 .default_backoff()
-                .modify(crate::cache::slim::<F::Job>),
+                .modify(crate::cache::slim::<F::Job>)
+                .map(crate::packed::packed),
         ),
         reader.clone(),
     )
@@ -315,7 +328,7 @@ pub async fn run<F: Framework>(
     let triggers =
         futures::stream::select(coalesced(children, CHILD_COALESCE), resync_rx).map(move |owner| {
             on_trigger.activity.triggered(&owner, Instant::now());
-            job_ref::<F::Job>(owner, job_type.clone())
+            job_ref::<Packed<F::Job>>(owner, job_type.clone())
         });
     let resyncs = resync(ctx.clone(), reader.clone(), resync_tx);
     let controller = Controller::for_stream_with(job_events, reader, ctx.framework.job_type())
@@ -337,7 +350,10 @@ pub async fn run<F: Framework>(
 }
 
 /// A present job is a trigger, returned to reconcile; a gone job's per-job state goes with it.
-fn note_job_event<F: Framework>(ctx: &Context<F>, job: crate::relist::Settled<F::Job>) -> Option<F::Job> {
+fn note_job_event<F: Framework>(
+    ctx: &Context<F>,
+    job: crate::relist::Settled<Packed<F::Job>>,
+) -> Option<Packed<F::Job>> {
     if let crate::relist::Settled::Gone(gone) = &job {
         let uid = gone.uid().unwrap_or_default();
         ctx.written.forget(&uid);
@@ -397,11 +413,11 @@ mod tests {
     async fn resync_sends_jobs_with_work_and_counts_only_overdue_ones() {
         let ctx = context();
         ctx.metrics.controller_started("testjob-controller");
-        let (jobs, mut writer) = reflector::store::<TestJob>();
+        let (jobs, mut writer) = reflector::store::<Packed<TestJob>>();
         let mut leaving = test_job("leaving");
         leaving.metadata.deletion_timestamp = Some(Time(Timestamp::now()));
         for j in [test_job("fresh"), leaving] {
-            writer.apply_watcher_event(&watcher::Event::Apply(j));
+            writer.apply_watcher_event(&watcher::Event::Apply(Packed::pack(j).unwrap()));
         }
         let (tx, mut rx) = unbounded();
         let fresh = Owner::of(&test_job("fresh"));
