@@ -429,7 +429,7 @@ async fn start_controller<F: Framework>(
 ) -> Result<()> {
     let ctx = Arc::new(Context {
         client: shared.client,
-        framework: Arc::new(framework),
+        framework: Arc::new(controller::Typed::new(framework)),
         config: shared.config,
         metrics: shared.metrics,
         events: shared.events,

@@ -8,12 +8,12 @@ use serde_json::json;
 
 use super::{Context, NewChild};
 use crate::error::{Error, Result};
-use crate::framework::{Framework, TrainingJob};
+use crate::packed::PackedJob;
 use crate::plan::{ChildRef, DesiredObject, EventType, JobEvent, JobMetric, ObjectRef, Plan, merge_patch};
 
 /// Applies `plan` to `job`. Children first (in parallel), then the status, then events and
 /// metrics; the first error is returned after everything else was attempted.
-pub async fn apply<F: Framework>(ctx: &Context<F>, job: &F::Job, plan: Plan) -> Result<()> {
+pub async fn apply(ctx: &Context, job: &PackedJob, plan: Plan) -> Result<()> {
     let ns = job.namespace().unwrap_or_default();
     let uid = job.uid().unwrap_or_default();
     let mut first_error: Option<Error> = None;
@@ -63,7 +63,7 @@ pub async fn apply<F: Framework>(ctx: &Context<F>, job: &F::Job, plan: Plan) -> 
 
     let mut status_stored = true;
     if let Some(status) = &plan.status {
-        let jobs: Api<F::Job> = Api::all_with(ctx.client.clone(), &ctx.framework.job_type()).constrain(&ns);
+        let jobs: Api<PackedJob> = Api::all_with(ctx.client.clone(), ctx.framework.kind()).constrain(&ns);
         let patch = json!({ "status": status });
         match jobs
             .patch_status(&job.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
@@ -83,7 +83,7 @@ pub async fn apply<F: Framework>(ctx: &Context<F>, job: &F::Job, plan: Plan) -> 
     }
 
     if plan.delete_job {
-        let jobs: Api<F::Job> = Api::all_with(ctx.client.clone(), &ctx.framework.job_type()).constrain(&ns);
+        let jobs: Api<PackedJob> = Api::all_with(ctx.client.clone(), ctx.framework.kind()).constrain(&ns);
         let deleted = match jobs.delete(&job.name_any(), &DeleteParams::background()).await {
             Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
             other => other.map(|_| ()),
@@ -172,7 +172,7 @@ impl Change<'_> {
     /// `SuccessfulCreatePod` and friends); a PodGroup's deletion is announced as Kubeflow does
     /// (`JobTerminated`, then `SuccessfulDeletePodGroup` or `FailedDeletePodGroup`); other owned
     /// objects come and go without events.
-    async fn run<F: Framework>(self, ctx: &Context<F>, ns: &str) -> Outcome {
+    async fn run(self, ctx: &Context, ns: &str) -> Outcome {
         let client = ctx.client.clone();
         match self {
             Self::DeletePod(child) => {
@@ -418,7 +418,7 @@ where
 /// Hands the events to the process's event queue: they are informative, so a reconcile neither
 /// waits for them to be created (one create each, the largest share of a job's API calls) nor
 /// fails on them.
-async fn publish<J: TrainingJob>(ctx: &Context<impl Framework<Job = J>>, job: &J, events: Vec<JobEvent>) {
+async fn publish(ctx: &Context, job: &PackedJob, events: Vec<JobEvent>) {
     let events: Vec<JobEvent> = events
         .into_iter()
         .filter(|e| ctx.config.child_events || !e.reason.starts_with("Successful"))
@@ -426,6 +426,6 @@ async fn publish<J: TrainingJob>(ctx: &Context<impl Framework<Job = J>>, job: &J
     if events.is_empty() {
         return;
     }
-    let regarding = job.object_ref(&ctx.framework.job_type());
+    let regarding = job.object_ref(ctx.framework.kind());
     ctx.events.publish(events, regarding).await;
 }

@@ -4,6 +4,7 @@ mod apply;
 mod events;
 mod observe;
 mod per_job;
+mod planner;
 mod resync;
 mod triggers;
 mod written;
@@ -26,6 +27,7 @@ pub use apply::apply;
 pub use events::EventWriter;
 pub use observe::{Created, Deleted, NewChild, observe};
 pub use per_job::PerJob;
+pub use planner::{Planner, Typed};
 pub use resync::{Activity, CACHE_GRACE};
 pub use triggers::{Owner, Router, Triggers};
 pub use written::Written;
@@ -35,12 +37,10 @@ use triggers::coalesced;
 use crate::children::Children;
 use crate::compact::{CachedPod, CachedService};
 use crate::error::{Error, Result};
-use crate::framework::{Framework, TrainingJob};
 use crate::gang::GangScheduler;
 use crate::metrics::{Metrics, ReconcileResult};
-use crate::packed::Packed;
+use crate::packed::PackedJob;
 use crate::plan::Scheduling;
-use crate::plan::plan;
 
 /// Tuning of one controller.
 #[derive(Debug, Clone)]
@@ -77,10 +77,10 @@ impl Default for ControllerConfig {
     }
 }
 
-/// Everything a reconcile of framework `F` needs.
-pub struct Context<F: Framework> {
+/// Everything a reconcile of one framework's jobs needs.
+pub struct Context {
     pub client: Client,
-    pub framework: Arc<F>,
+    pub framework: Arc<dyn Planner>,
     pub config: ControllerConfig,
     pub metrics: Arc<Metrics>,
     pub events: EventWriter,
@@ -96,7 +96,7 @@ pub struct Context<F: Framework> {
     pub activity: Activity,
 }
 
-impl<F: Framework> std::fmt::Debug for Context<F> {
+impl std::fmt::Debug for Context {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Context")
             .field("controller", &self.framework.info().controller_name)
@@ -115,16 +115,8 @@ const ERROR_RETRY: Duration = Duration::from_secs(2);
 /// writes per job). The job's own events are not delayed.
 const CHILD_COALESCE: Duration = Duration::from_millis(250);
 
-/// The cached job, unpacked for the reconcile or resync that plans it.
-fn unpack<K: TrainingJob>(packed: &Packed<K>) -> Result<K> {
-    packed.unpack().map_err(|source| Error::Unpack {
-        job: format!("{}/{}", packed.namespace().unwrap_or_default(), packed.name_any()),
-        source,
-    })
-}
-
 /// Plans `job` from the caches: the function both reconciles and resyncs run.
-fn plan_job<F: Framework>(ctx: &Context<F>, job: &F::Job) -> Result<crate::plan::Plan> {
+fn plan_job(ctx: &Context, job: &PackedJob) -> Result<crate::plan::Plan> {
     let scheduling = Scheduling {
         scheduler: ctx.config.gang.clone(),
         priority_classes: ctx
@@ -144,23 +136,19 @@ fn plan_job<F: Framework>(ctx: &Context<F>, job: &F::Job) -> Result<crate::plan:
         &ctx.created,
         &ctx.deleted,
     );
-    let now = Time(Timestamp::now());
-    plan(ctx.framework.as_ref(), job, &observed, &now).map_err(|source| Error::Plan {
-        job: format!("{}/{}", job.namespace().unwrap_or_default(), job.name_any()),
-        source,
-    })
+    ctx.framework.plan(job, &observed, &Time(Timestamp::now()))
 }
 
 #[tracing::instrument(
     name = "reconcile",
     skip_all,
     fields(
-        kind = %<F::Job as kube::Resource>::kind(&ctx.framework.job_type()),
+        kind = %ctx.framework.kind().kind,
         namespace = job.namespace().unwrap_or_default(),
         job = %job.name_any(),
     )
 )]
-async fn reconcile<F: Framework>(job: Arc<Packed<F::Job>>, ctx: Arc<Context<F>>) -> Result<Action> {
+async fn reconcile(job: Arc<PackedJob>, ctx: Arc<Context>) -> Result<Action> {
     let owner = Owner::of(job.as_ref());
     ctx.activity.started(&owner, Instant::now());
     let (result, requeue) = reconcile_once(job.as_ref(), &ctx).await;
@@ -173,19 +161,16 @@ async fn reconcile<F: Framework>(job: Arc<Packed<F::Job>>, ctx: Arc<Context<F>>)
 }
 
 /// One reconcile: the result, and when to run again without a new event.
-async fn reconcile_once<F: Framework>(
-    packed: &Packed<F::Job>,
-    ctx: &Context<F>,
-) -> (Result<()>, Option<Duration>) {
+async fn reconcile_once(job: &PackedJob, ctx: &Context) -> (Result<()>, Option<Duration>) {
     let mut timer = ctx.metrics.reconcile(&ctx.framework.info().controller_name);
-    let uid = packed.uid().unwrap_or_default();
-    if ctx.written.is_stale(&uid, packed.resource_version().as_deref()) {
-        tracing::debug!(rv = ?packed.resource_version(), "cached job older than our write");
+    let uid = job.uid().unwrap_or_default();
+    if ctx.written.is_stale(&uid, job.resource_version().as_deref()) {
+        tracing::debug!(rv = ?job.resource_version(), "cached job older than our write");
         timer.set_result(ReconcileResult::Requeue);
         return (Ok(()), Some(STALE_RETRY));
     }
-    let (result, requeue) = match unpack(packed).and_then(|job| Ok((plan_job(ctx, &job)?, job))) {
-        Ok((plan, job)) => {
+    let (result, requeue) = match plan_job(ctx, job) {
+        Ok(plan) => {
             tracing::debug!(
                 create_pods = plan.create_pods.len(),
                 delete_pods = plan.delete_pods.len(),
@@ -197,7 +182,7 @@ async fn reconcile_once<F: Framework>(
                 "planned"
             );
             let requeue = plan.requeue_after;
-            (apply(ctx, &job, plan).await, requeue)
+            (apply(ctx, job, plan).await, requeue)
         }
         Err(error) => (Err(error), None),
     };
@@ -208,16 +193,16 @@ async fn reconcile_once<F: Framework>(
     (result, requeue)
 }
 
-fn error_policy<F: Framework>(job: Arc<Packed<F::Job>>, error: &Error, _ctx: Arc<Context<F>>) -> Action {
+fn error_policy(job: Arc<PackedJob>, error: &Error, _ctx: Arc<Context>) -> Action {
     tracing::warn!(job = %job.name_any(), namespace = ?job.namespace(), %error, "reconcile failed");
     Action::requeue(ERROR_RETRY)
 }
 
 /// Every `period`, plans each live job again and sends the ones with work left to `reconcile`;
 /// forgets per-job state of jobs that are gone.
-async fn resync<F: Framework>(
-    ctx: Arc<Context<F>>,
-    jobs: Store<Packed<F::Job>>,
+async fn resync(
+    ctx: Arc<Context>,
+    jobs: Store<PackedJob>,
     reconcile: futures::channel::mpsc::UnboundedSender<Owner>,
 ) {
     let mut ticks = tokio::time::interval(ctx.config.resync_period.max(Duration::from_secs(1)));
@@ -229,9 +214,9 @@ async fn resync<F: Framework>(
     }
 }
 
-fn resync_once<F: Framework>(
-    ctx: &Context<F>,
-    jobs: &Store<Packed<F::Job>>,
+fn resync_once(
+    ctx: &Context,
+    jobs: &Store<PackedJob>,
     reconcile: &futures::channel::mpsc::UnboundedSender<Owner>,
 ) {
     let live = jobs.state();
@@ -250,7 +235,7 @@ fn resync_once<F: Framework>(
         {
             continue;
         }
-        let work = match unpack(job).and_then(|job| plan_job(ctx, &job)) {
+        let work = match plan_job(ctx, job) {
             Ok(plan) if plan.has_work() => plan.work(),
             Ok(_) => continue,
             Err(e) => e.to_string(),
@@ -273,13 +258,13 @@ fn resync_once<F: Framework>(
     tracing::debug!(%controller, jobs = live.len(), pending, "resynced");
 }
 
-/// Fails with a hint when the framework's CRD is not installed.
-pub async fn check_crd<F: Framework>(framework: &F, api: &Api<F::Job>) -> Result<()> {
+/// Fails with a hint when the kind's CRD is not installed.
+async fn check_crd(api: &Api<PackedJob>, kind: &str) -> Result<()> {
     api.list(&ListParams::default().limit(1))
         .await
         .map(|_| ())
         .map_err(|source| Error::CrdMissing {
-            kind: <F::Job as kube::Resource>::kind(&framework.job_type()).into_owned(),
+            kind: kind.to_owned(),
             source,
         })
 }
@@ -295,17 +280,17 @@ fn job_ref<K: kube::Resource>(owner: Owner, job_type: K::DynamicType) -> ObjectR
 
 /// Runs the controller of `ctx.framework` until `shutdown` completes. `children` are the owners
 /// of this framework's changed children, from the manager's shared watches.
-pub async fn run<F: Framework>(
-    ctx: Arc<Context<F>>,
+pub async fn run(
+    ctx: Arc<Context>,
     children: Triggers,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) -> Result<()> {
-    let job_type = ctx.framework.job_type();
-    let jobs: Api<F::Job> = match &ctx.config.namespace {
+    let job_type = ctx.framework.kind().clone();
+    let jobs: Api<PackedJob> = match &ctx.config.namespace {
         Some(ns) => Api::all_with(ctx.client.clone(), &job_type).constrain(ns),
         None => Api::all_with(ctx.client.clone(), &job_type),
     };
-    check_crd(ctx.framework.as_ref(), &jobs).await?;
+    check_crd(&jobs, &job_type.kind).await?;
     let name = ctx.framework.info().controller_name.clone();
     tracing::info!(controller = %name, "starting");
     ctx.metrics.controller_started(&name);
@@ -317,8 +302,7 @@ pub async fn run<F: Framework>(
             writer,
             watcher(jobs, watcher::Config::default())
                 .default_backoff()
-                .modify(crate::cache::slim::<F::Job>)
-                .map(crate::packed::packed),
+                .modify(crate::cache::slim::<PackedJob>),
         ),
         reader.clone(),
     )
@@ -328,14 +312,14 @@ pub async fn run<F: Framework>(
     let triggers =
         futures::stream::select(coalesced(children, CHILD_COALESCE), resync_rx).map(move |owner| {
             on_trigger.activity.triggered(&owner, Instant::now());
-            job_ref::<Packed<F::Job>>(owner, job_type.clone())
+            job_ref::<PackedJob>(owner, job_type.clone())
         });
     let resyncs = resync(ctx.clone(), reader.clone(), resync_tx);
-    let controller = Controller::for_stream_with(job_events, reader, ctx.framework.job_type())
+    let controller = Controller::for_stream_with(job_events, reader, ctx.framework.kind().clone())
         .reconcile_on(triggers)
         .with_config(RuntimeConfig::default().concurrency(ctx.config.concurrency))
         .graceful_shutdown_on(shutdown)
-        .run(reconcile::<F>, error_policy::<F>, ctx)
+        .run(reconcile, error_policy, ctx)
         .for_each(|result| {
             if let Err(e) = result {
                 tracing::debug!(controller = %name, error = %e, "controller event");
@@ -350,10 +334,7 @@ pub async fn run<F: Framework>(
 }
 
 /// A present job is a trigger, returned to reconcile; a gone job's per-job state goes with it.
-fn note_job_event<F: Framework>(
-    ctx: &Context<F>,
-    job: crate::relist::Settled<Packed<F::Job>>,
-) -> Option<Packed<F::Job>> {
+fn note_job_event(ctx: &Context, job: crate::relist::Settled<PackedJob>) -> Option<PackedJob> {
     if let crate::relist::Settled::Gone(gone) = &job {
         let uid = gone.uid().unwrap_or_default();
         ctx.written.forget(&uid);
@@ -375,11 +356,11 @@ mod tests {
     use crate::testing::{TestFramework, TestJob, job, replica};
 
     /// A context whose client never reaches a server (a resync sends no request).
-    fn context() -> Context<TestFramework> {
+    fn context() -> Context {
         let client = crate::testing::offline_client();
         Context {
             client: client.clone(),
-            framework: Arc::new(TestFramework::default()),
+            framework: Arc::new(Typed::new(TestFramework::default())),
             config: ControllerConfig::default(),
             metrics: Arc::new(Metrics::new()),
             events: EventWriter::new(client, "test"),
@@ -400,7 +381,7 @@ mod tests {
         j
     }
 
-    fn found_work(ctx: &Context<TestFramework>) -> String {
+    fn found_work(ctx: &Context) -> String {
         ctx.metrics
             .encode()
             .lines()
@@ -413,11 +394,12 @@ mod tests {
     async fn resync_sends_jobs_with_work_and_counts_only_overdue_ones() {
         let ctx = context();
         ctx.metrics.controller_started("testjob-controller");
-        let (jobs, mut writer) = reflector::store::<Packed<TestJob>>();
+        let mut writer = reflector::store::Writer::new(ctx.framework.kind().clone());
+        let jobs = writer.as_reader();
         let mut leaving = test_job("leaving");
         leaving.metadata.deletion_timestamp = Some(Time(Timestamp::now()));
         for j in [test_job("fresh"), leaving] {
-            writer.apply_watcher_event(&watcher::Event::Apply(Packed::pack(j).unwrap()));
+            writer.apply_watcher_event(&watcher::Event::Apply(PackedJob::pack(j).unwrap()));
         }
         let (tx, mut rx) = unbounded();
         let fresh = Owner::of(&test_job("fresh"));

@@ -1,0 +1,59 @@
+//! A framework behind an object-safe interface: the one place the controller types a job.
+//! Watch, cache, queue, resync and apply see [`PackedJob`]s, so their code exists once in the
+//! binary for every kind rather than once per kind (idle RSS is mostly code pages).
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::ResourceExt;
+use kube::api::{ApiResource, DynamicObject};
+
+use crate::error::{Error, Result};
+use crate::framework::{Framework, FrameworkError, FrameworkInfo, Observed};
+use crate::packed::PackedJob;
+use crate::plan::Plan;
+
+/// What the controller asks of a framework, without its job type.
+pub trait Planner: Send + Sync + 'static {
+    fn info(&self) -> &FrameworkInfo;
+    /// The job kind's API resource.
+    fn kind(&self) -> &ApiResource;
+    /// Unpacks `job` and plans one reconcile of it.
+    fn plan(&self, job: &PackedJob, observed: &Observed, now: &Time) -> Result<Plan>;
+    /// [`Framework::prepare_object`].
+    fn prepare_object(&self, object: &mut DynamicObject) -> Result<(), FrameworkError>;
+}
+
+/// A framework with its job kind's API resource.
+#[derive(Debug)]
+pub struct Typed<F> {
+    framework: F,
+    kind: ApiResource,
+}
+
+impl<F: Framework> Typed<F> {
+    pub fn new(framework: F) -> Self {
+        let kind = ApiResource::erase::<F::Job>(&framework.job_type());
+        Self { framework, kind }
+    }
+}
+
+impl<F: Framework> Planner for Typed<F> {
+    fn info(&self) -> &FrameworkInfo {
+        self.framework.info()
+    }
+
+    fn kind(&self) -> &ApiResource {
+        &self.kind
+    }
+
+    fn plan(&self, packed: &PackedJob, observed: &Observed, now: &Time) -> Result<Plan> {
+        let name = || format!("{}/{}", packed.namespace().unwrap_or_default(), packed.name_any());
+        let job: F::Job = packed
+            .unpack()
+            .map_err(|source| Error::Unpack { job: name(), source })?;
+        crate::plan::plan(&self.framework, &job, observed, now)
+            .map_err(|source| Error::Plan { job: name(), source })
+    }
+
+    fn prepare_object(&self, object: &mut DynamicObject) -> Result<(), FrameworkError> {
+        self.framework.prepare_object(object)
+    }
+}
