@@ -57,3 +57,32 @@ impl<F: Framework> Planner for Typed<F> {
         self.framework.prepare_object(object)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::jiff::Timestamp;
+
+    use super::*;
+    use crate::testing::{TestFramework, TestJob};
+
+    #[test]
+    fn a_cached_job_its_type_cannot_read_is_an_error_naming_it() {
+        let typed = Typed::new(TestFramework::default());
+        assert_eq!(typed.kind().kind, "TestJob");
+        let json = serde_json::json!({
+            "apiVersion": "test.kfop.dev/v1",
+            "kind": "TestJob",
+            "metadata": { "name": "odd", "namespace": "ns", "uid": "uid-odd" },
+            "spec": { "replicaSpecs": "not a map" },
+        });
+        let packed: PackedJob = serde_json::from_value(json).unwrap();
+        let error = typed
+            .plan(&packed, &Observed::default(), &Time(Timestamp::now()))
+            .unwrap_err();
+        assert!(
+            matches!(&error, Error::Unpack { job, .. } if job == "ns/odd"),
+            "{error}"
+        );
+        assert!(packed.unpack::<TestJob>().is_err());
+    }
+}
