@@ -159,7 +159,7 @@ mod tests {
     }
 
     #[test]
-    fn the_body_holds_no_metadata() {
+    fn the_body_holds_empty_metadata() {
         let packed = PackedJob::pack(sample()).unwrap();
         let body: serde_json::Value = serde_json::from_slice(&packed.body).unwrap();
         assert_eq!(body["metadata"], serde_json::json!({}));
