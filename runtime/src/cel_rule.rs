@@ -1,12 +1,12 @@
 //! A manifest's success and failure rules written in CEL (`spec.status.rule: cel`): compiled
-//! once, when the manifest is validated or the framework starts, and evaluated on every status
-//! update over the job's replica counts.
+//! once, when the manifest is validated or when a job first needs the rule, and evaluated on
+//! every status update over the job's replica counts.
 //!
 //! An expression sees one variable, `replicas`: a map from each role the job has to its counts,
 //! `{total, active, succeeded, failed}`, e.g. `replicas.Worker.succeeded * 2 >= replicas.Worker.total`.
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 
 use cel::common::ast::{EntryExpr, Expr, IdedExpr};
 use cel::{Context, Env, ExecutionError, Program, Value};
@@ -123,13 +123,23 @@ impl RolesRead {
     }
 }
 
-/// A compiled expression with its text (for messages and for equality).
+/// An expression with its text (for messages and for equality), compiled once: at once by
+/// [`CelRule::compile`], at its first use by [`CelRule::deferred`]. Clones share the compiled
+/// program.
 #[derive(Clone)]
 pub struct CelRule {
-    source: String,
-    program: Arc<Program>,
+    source: Arc<str>,
+    compiled: Arc<OnceLock<Result<Compiled, CelError>>>,
+}
+
+/// What compiling an expression gives.
+struct Compiled {
+    program: Program,
     reads: RolesRead,
 }
+
+/// What a rule that does not compile reads: every role, as an unknown expression might.
+static READS_ALL: RolesRead = RolesRead::All;
 
 impl fmt::Debug for CelRule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -150,26 +160,43 @@ impl CelRule {
     /// Compiles `source` and checks that every `replicas.<Role>.<count>` it spells names one of
     /// `roles` and a count: a misspelt role would otherwise only show as a rule that never holds.
     pub fn compile(source: &str, roles: &[&str]) -> Result<Self, CelError> {
-        let rule = Self::parse(source)?;
+        let rule = Self::deferred(source);
+        let compiled = rule.compiled().map_err(CelError::clone)?;
         Checker {
-            program: &rule.program,
+            program: &compiled.program,
             roles,
         }
-        .check(rule.program.expression(), &mut Vec::new())?;
+        .check(compiled.program.expression(), &mut Vec::new())?;
         Ok(rule)
     }
 
-    /// Compiles `source` without checking the names it reads: for a rule validated already
-    /// (a generated framework's, whose manifest `kfop gen` checked).
-    pub fn parse(source: &str) -> Result<Self, CelError> {
-        let program = ENV.compile(source).map_err(|e| syntax_error(&e))?;
-        let mut reads = RolesRead::Named(BTreeSet::new());
-        reads.collect(program.expression());
-        Ok(Self {
-            source: source.to_owned(),
-            program: Arc::new(program),
-            reads,
-        })
+    /// `source`, compiled when it is first evaluated, without checking the names it reads: for
+    /// a rule validated already (a generated framework's, whose manifest `kfop gen` checked, or
+    /// a run-time framework's, checked when it was registered). A kind none of whose jobs needs
+    /// its rule then never loads the CEL parser and environment (about 1.2 MB of an idle
+    /// operator's RSS).
+    pub fn deferred(source: &str) -> Self {
+        Self {
+            source: source.into(),
+            compiled: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// The program, compiled now if it was not yet; or why it does not compile.
+    fn compiled(&self) -> Result<&Compiled, &CelError> {
+        self.compiled
+            .get_or_init(|| {
+                let program = ENV.compile(&self.source).map_err(|e| syntax_error(&e))?;
+                let mut reads = RolesRead::Named(BTreeSet::new());
+                reads.collect(program.expression());
+                Ok(Compiled { program, reads })
+            })
+            .as_ref()
+    }
+
+    /// Why the expression does not compile, if it does not (compiling it now if it was not yet).
+    pub fn error(&self) -> Option<&CelError> {
+        self.compiled().err()
     }
 
     /// The expression's text.
@@ -177,20 +204,21 @@ impl CelRule {
         &self.source
     }
 
-    /// The roles whose counts the expression reads.
+    /// The roles whose counts the expression reads (every role when it does not compile).
     pub fn roles_read(&self) -> &RolesRead {
-        &self.reads
+        self.compiled().map_or(&READS_ALL, |c| &c.reads)
     }
 
     /// Whether the rule holds for these counts, by role.
     pub fn evaluate(&self, replicas: &BTreeMap<String, Counts>) -> Result<bool, EvalError> {
+        let compiled = self.compiled().map_err(|e| EvalError::Compile(e.clone()))?;
         let map: HashMap<String, Value> = replicas
             .iter()
             .map(|(role, counts)| (role.clone(), counts.value()))
             .collect();
         let mut context = Context::with_env(Arc::clone(&ENV));
         context.add_variable_from_value(REPLICAS, map);
-        match self.program.execute(&context) {
+        match compiled.program.execute(&context) {
             Ok(Value::Bool(holds)) => Ok(holds),
             Ok(other) => Err(EvalError::NotBool(format!("{other:?}"))),
             Err(e) => Err(EvalError::Execution(e)),
@@ -346,6 +374,24 @@ mod tests {
             rule.source(),
             "replicas.Worker.succeeded * 2 >= replicas.Worker.total"
         );
+    }
+
+    #[test]
+    fn a_deferred_rule_compiles_at_first_use_and_keeps_its_error() {
+        let good = CelRule::deferred("replicas.Worker.succeeded >= replicas.Worker.total");
+        assert!(good.compiled.get().is_none(), "compiled before its first use");
+        assert_eq!(good.clone().evaluate(&replicas(counts(2, 0, 2, 0))), Ok(true));
+        assert!(good.compiled.get().is_some(), "a clone compiles for the original too");
+        assert!(good.roles_read().contains("Worker") && !good.roles_read().contains("Master"));
+
+        let bad = CelRule::deferred("replicas.Worker.succeeded >= )");
+        let error = bad.error().cloned().unwrap();
+        assert!(matches!(error, CelError::Syntax { line: 1, .. }), "{error}");
+        assert_eq!(
+            bad.evaluate(&replicas(counts(1, 0, 1, 0))),
+            Err(EvalError::Compile(error))
+        );
+        assert!(bad.roles_read().contains("Master"), "an unknown rule reads every role");
     }
 
     #[test]

@@ -35,9 +35,9 @@ pub struct RuleWording {
     pub exit_code_restart_events: bool,
 }
 
-/// `rule: cel`. Each expression is kept as compiled, error included: a generated framework
-/// compiles its rules when it starts, and a rule that does not compile fails reconciles, not the
-/// operator.
+/// `rule: cel`. Each expression is kept as compiled, error included: a generated framework's
+/// rules compile when a job first needs them, and a rule that does not compile fails
+/// reconciles, not the operator.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CelStatus {
     /// The job succeeded.
@@ -59,10 +59,13 @@ impl CelStatus {
 }
 
 impl StatusRule {
-    /// Why the rule cannot run, if it cannot: an expression that did not compile.
+    /// Why the rule cannot run, if it cannot: an expression that does not compile (compiled now
+    /// if it was deferred).
     pub fn check(&self) -> Result<(), &CelError> {
         match self {
-            Self::Cel(cel) => cel.rules().try_for_each(|rule| rule.as_ref().map(drop)),
+            Self::Cel(cel) => cel
+                .rules()
+                .try_for_each(|rule| rule.as_ref().and_then(|r| r.error().map_or(Ok(()), Err))),
             Self::SuccessRules { .. } | Self::LeaderOrFollowers { .. } | Self::Hook => Ok(()),
         }
     }

@@ -137,16 +137,16 @@ fn status_rule(model: &Model) -> StatusRule {
             leader: leader.clone(),
             followers: followers.clone(),
         },
-        // Validated with the manifest: parsing again only builds the programs.
+        // Validated with the manifest: each program is built when a job first needs it.
         StatusModel::Cel {
             succeeded,
             running,
             failed,
             wording,
         } => StatusRule::Cel(CelStatus {
-            succeeded: CelRule::parse(succeeded),
-            running: running.as_deref().map(CelRule::parse),
-            failed: failed.as_deref().map(CelRule::parse),
+            succeeded: Ok(CelRule::deferred(succeeded)),
+            running: running.as_deref().map(|e| Ok(CelRule::deferred(e))),
+            failed: failed.as_deref().map(|e| Ok(CelRule::deferred(e))),
             wording: wording.clone(),
         }),
         // The validator only lets `hook` through with `hooks: true`, refused above.
@@ -242,9 +242,9 @@ spec:
         assert_eq!(
             *status,
             StatusRule::Cel(CelStatus {
-                succeeded: CelRule::parse("replicas.Worker.succeeded > 0"),
+                succeeded: Ok(CelRule::deferred("replicas.Worker.succeeded > 0")),
                 running: None,
-                failed: Some(CelRule::parse("replicas.Worker.failed > 1")),
+                failed: Some(Ok(CelRule::deferred("replicas.Worker.failed > 1"))),
                 wording: RuleWording::default(),
             })
         );

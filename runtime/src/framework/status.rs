@@ -626,8 +626,8 @@ mod tests {
             wording: wording.clone(),
         };
         let new = StatusRule::Cel(CelStatus {
-            succeeded: CelRule::parse(succeeded),
-            running: running.map(CelRule::parse),
+            succeeded: Ok(CelRule::deferred(succeeded)),
+            running: running.map(|e| Ok(CelRule::deferred(e))),
             failed: None,
             wording,
         });
@@ -688,7 +688,7 @@ mod tests {
     fn running_defaults_to_the_roles_the_success_rule_reads() {
         let rule = |succeeded: &str| {
             StatusRule::Cel(CelStatus {
-                succeeded: CelRule::parse(succeeded),
+                succeeded: Ok(CelRule::deferred(succeeded)),
                 running: None,
                 failed: None,
                 wording: RuleWording::default(),

@@ -89,7 +89,9 @@ fn env() -> Result<Vec<EnvSpec>, TemplateError> {
 static MANIFEST: LazyLock<FrameworkManifest> = LazyLock::new(|| FrameworkManifest {
     env: env(),
     status: StatusRule::Cel(CelStatus {
-        succeeded: CelRule::parse("replicas.Master.succeeded >= replicas.Master.total"),
+        succeeded: Ok(CelRule::deferred(
+            "replicas.Master.succeeded >= replicas.Master.total",
+        )),
         running: None,
         failed: None,
         wording: RuleWording {
