@@ -104,7 +104,11 @@ impl ModelCode for Model {
             )
         };
         // Compiled when a job first needs it; `kfop gen` checked the text.
-        let cel = |e: Option<&str>| e.map_or("None".to_owned(), |e| format!("Some(Ok(CelRule::deferred({e:?})))"));
+        let cel = |e: Option<&str>| {
+            e.map_or("None".to_owned(), |e| {
+                format!("Some(Ok(CelRule::deferred({e:?})))")
+            })
+        };
         match &self.status {
             StatusModel::SuccessRules(w) => format!(
                 "StatusRule::SuccessRules {{ rules: vec![{}], wording: {} }}",

@@ -381,7 +381,10 @@ mod tests {
         let good = CelRule::deferred("replicas.Worker.succeeded >= replicas.Worker.total");
         assert!(good.compiled.get().is_none(), "compiled before its first use");
         assert_eq!(good.clone().evaluate(&replicas(counts(2, 0, 2, 0))), Ok(true));
-        assert!(good.compiled.get().is_some(), "a clone compiles for the original too");
+        assert!(
+            good.compiled.get().is_some(),
+            "a clone compiles for the original too"
+        );
         assert!(good.roles_read().contains("Worker") && !good.roles_read().contains("Master"));
 
         let bad = CelRule::deferred("replicas.Worker.succeeded >= )");
@@ -391,7 +394,10 @@ mod tests {
             bad.evaluate(&replicas(counts(1, 0, 1, 0))),
             Err(EvalError::Compile(error))
         );
-        assert!(bad.roles_read().contains("Master"), "an unknown rule reads every role");
+        assert!(
+            bad.roles_read().contains("Master"),
+            "an unknown rule reads every role"
+        );
     }
 
     #[test]
