@@ -11,6 +11,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 };
 use kube::api::{ApiResource, DynamicObject, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
+use serde::Deserialize;
 
 use super::certs::{self, CertError};
 use super::rotation::{self, Material, Policy, STAGED_AT, Step};
@@ -260,8 +261,7 @@ impl Store {
             source,
         })?;
         let config = found
-            .and_then(|c| c.data.get("spec")?.get("conversion").cloned())
-            .and_then(|c| serde_json::from_value::<CustomResourceConversion>(c).ok())
+            .and_then(|c| CustomResourceConversion::deserialize(c.data.get("spec")?.get("conversion")?).ok())
             .filter(|c| c.strategy == "Webhook")
             .and_then(|c| c.webhook)
             .and_then(|w| w.client_config);
