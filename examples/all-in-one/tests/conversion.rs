@@ -322,9 +322,18 @@ async fn v1_and_v2beta1_side_by_side_with_rotating_certificates() {
     // The mark cannot change: the policy `deploy` installs rejects a v1 replace that would
     // re-mark a v2beta1 job as v1, while a read-modify-write in v1 keeps it.
     apply_created_as_policy(&ns).await;
-    let mut replaced = v1.get("from-v2beta1").await.unwrap();
-    replaced.metadata.annotations = None;
-    let err = v1.replace("from-v2beta1", &pp, &replaced).await.unwrap_err();
+    // Retried on a conflict: the operator may write the job between the read and the replace.
+    let err = wait::until("a refused v1 replace", Duration::from_secs(30), || async {
+        let mut replaced = v1.get("from-v2beta1").await.unwrap();
+        replaced.metadata.annotations = None;
+        match v1.replace("from-v2beta1", &pp, &replaced).await {
+            Ok(_) => panic!("a v1 replace re-marked a v2beta1 job"),
+            Err(kfop_runtime::kube::Error::Api(e)) if e.code == 409 => Ok(None),
+            Err(e) => Ok(Some(e)),
+        }
+    })
+    .await
+    .unwrap();
     assert!(
         err.to_string().contains("kfop.dev/created-as] is immutable"),
         "{err}"
