@@ -91,7 +91,22 @@ where
     store: Store<C>,
     dyntype: C::DynamicType,
     index: Arc<RwLock<Index>>,
+    /// Whether a reconcile has asked for this cache; its watch starts then. Kinds only some jobs
+    /// own (an MPIJob's Secrets, Roles, ...) then cost no watch while no such job exists.
+    wanted: Arc<tokio::sync::watch::Sender<bool>>,
+    /// Whether the store has listed once. Not `Store::wait_until_ready` for every reconcile:
+    /// its oneshot keeps one waker, so of several tasks waiting at once only the last wakes.
+    listed: Arc<tokio::sync::watch::Sender<bool>>,
 }
+
+/// How long a reconcile waits for a cache to list its objects before it fails and is retried
+/// (an API server that is down, a manager that is stopping).
+const SYNC_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// A cache's watch had not listed its objects in time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the cache's watch has not listed its objects within {}s; retrying", SYNC_WAIT.as_secs())]
+pub struct NotSynced;
 
 impl<C: Cached> Clone for Children<C>
 where
@@ -102,6 +117,8 @@ where
             store: self.store.clone(),
             dyntype: self.dyntype.clone(),
             index: self.index.clone(),
+            wanted: self.wanted.clone(),
+            listed: self.listed.clone(),
         }
     }
 }
@@ -123,17 +140,57 @@ where
     C::DynamicType: Eq + Hash + Clone,
 {
     /// The cache over `store`, whose objects are of `dyntype`; empty until [`Children::record`]
-    /// sees the watch's objects.
+    /// sees the watch's objects. Its watch is wanted from the start.
     pub fn new(store: Store<C>, dyntype: C::DynamicType) -> Self {
+        let cache = Self::on_demand(store, dyntype);
+        cache.wanted.send_replace(true);
+        cache
+    }
+
+    /// As [`Children::new`], but its watch waits ([`Children::wanted`]) until a reconcile first
+    /// asks for the cache ([`Children::synced`]).
+    pub fn on_demand(store: Store<C>, dyntype: C::DynamicType) -> Self {
         Self {
             store,
             dyntype,
             index: Arc::default(),
+            wanted: Arc::new(tokio::sync::watch::channel(false).0),
+            listed: Arc::new(tokio::sync::watch::channel(false).0),
         }
     }
 
-    pub fn store(&self) -> &Store<C> {
-        &self.store
+    /// Tells [`Children::synced`] when the store has listed: the one task waiting on the store
+    /// itself, run beside the watch that fills it.
+    pub async fn follow_store(&self) {
+        if self.store.wait_until_ready().await.is_ok() {
+            self.listed.send_replace(true);
+        }
+    }
+
+    /// Resolves once the cache is wanted: at once for [`Children::new`], at the first
+    /// [`Children::synced`] for [`Children::on_demand`].
+    pub async fn wanted(&self) {
+        let mut wanted = self.wanted.subscribe();
+        // The sender lives in `self`, so it cannot be dropped while this waits.
+        let _ = wanted.wait_for(|w| *w).await;
+    }
+
+    /// Asks for the cache and waits until its watch has listed every object once, so a
+    /// reconcile never plans from a cache that has not seen what exists.
+    pub async fn synced(&self) -> Result<(), NotSynced> {
+        self.wanted
+            .send_if_modified(|wanted| !std::mem::replace(wanted, true));
+        let mut listed = self.listed.subscribe();
+        match tokio::time::timeout(SYNC_WAIT, listed.wait_for(|l| *l)).await {
+            Ok(Ok(_)) => Ok(()),
+            // The sender lives in `self`: only the timeout fails.
+            _ => Err(NotSynced),
+        }
+    }
+
+    /// Whether the cache has been asked for and has listed, without waiting.
+    pub fn is_synced(&self) -> bool {
+        *self.wanted.borrow() && *self.listed.borrow()
     }
 
     /// Updates the index with an object the store already holds (or no longer holds).
@@ -230,5 +287,45 @@ mod tests {
         assert!(names("a").is_empty());
         assert_eq!(children.owners(), 1);
         assert!(children.of("nobody").is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_on_demand_cache_starts_at_its_first_use_and_waits_for_the_list() {
+        use futures::FutureExt;
+
+        let (store, mut writer) = reflector::store::<CachedPod>();
+        let children = Children::on_demand(store, ());
+        let follow = tokio::spawn({
+            let children = children.clone();
+            async move { children.follow_store().await }
+        });
+        assert!(
+            children.wanted().now_or_never().is_none(),
+            "nobody asked for it yet"
+        );
+        assert!(!children.is_synced());
+
+        // Several reconciles wait at once, and every one of them wakes.
+        let waiting: Vec<_> = (0..4)
+            .map(|_| {
+                let children = children.clone();
+                tokio::spawn(async move { children.synced().await })
+            })
+            .collect();
+        tokio::task::yield_now().await;
+        assert!(children.wanted().now_or_never().is_some(), "asked for now");
+        assert!(!children.is_synced(), "not listed yet");
+        writer.apply_watcher_event(&Event::InitDone);
+        follow.await.unwrap();
+        for waiter in waiting {
+            assert_eq!(waiter.await.unwrap(), Ok(()));
+        }
+        assert!(children.is_synced());
+
+        // A cache wanted from the start whose watch never lists fails the wait, and is retried.
+        let (store, _writer) = reflector::store::<CachedPod>();
+        let eager = Children::new(store, ());
+        assert!(eager.wanted().now_or_never().is_some());
+        assert_eq!(eager.synced().await, Err(NotSynced));
     }
 }

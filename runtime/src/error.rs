@@ -54,6 +54,9 @@ pub enum Error {
         source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
 
+    #[error(transparent)]
+    NotSynced(#[from] crate::children::NotSynced),
+
     #[error("a controller task ended abnormally: {0}")]
     Task(#[from] tokio::task::JoinError),
 }

@@ -322,7 +322,7 @@ impl Manager {
             .collect();
         let object_stores: Vec<Children<DynamicObject>> = object_caches
             .iter()
-            .map(|(kind, writer, _)| Children::new(writer.as_reader(), kind.clone()))
+            .map(|(kind, writer, _)| Children::on_demand(writer.as_reader(), kind.clone()))
             .collect();
 
         // Every controller subscribes to the one router all child watches feed.
@@ -367,10 +367,16 @@ impl Manager {
                         Some(ns) => Api::namespaced_with(self.client.clone(), ns, &kind),
                         None => Api::all_with(self.client.clone(), &kind),
                     };
-                    let watch = watcher(api, watcher::Config::default().labels(&selector))
-                        .default_backoff()
-                        .modify(crate::cache::slim_owned(&kind));
-                    route_children(watch, writer, children, router.clone())
+                    let router = router.clone();
+                    // Started by the first reconcile of a job owning the kind: an operator whose
+                    // cluster runs no MPIJob keeps no watch on Secrets, Roles, ...
+                    async move {
+                        children.wanted().await;
+                        let watch = watcher(api, watcher::Config::default().labels(&selector))
+                            .default_backoff()
+                            .modify(crate::cache::slim_owned(&kind));
+                        route_children(watch, writer, children, router).await;
+                    }
                 },
             ));
         let pod_watch = route_children(
@@ -389,13 +395,12 @@ impl Manager {
             services.clone(),
             router,
         );
+        // Ready once the watches every job needs have synced; those of owned kinds start with
+        // their first job, and its reconcile waits for them.
         let readiness = async move {
-            let mut synced = pods.store().wait_until_ready().await.is_ok()
-                && services.store().wait_until_ready().await.is_ok();
-            for children in &object_stores {
-                synced = synced && children.store().wait_until_ready().await.is_ok();
-            }
-            let _ = ready.send(synced);
+            // Not ready (the default) while a slow list keeps timing out the wait.
+            while pods.synced().await.is_err() || services.synced().await.is_err() {}
+            let _ = ready.send(true);
             futures::future::pending::<()>().await;
         };
         // Compiled controllers end on shutdown, or early on an error; with none (an operator of
@@ -529,13 +534,12 @@ async fn route_children<K>(
     K::DynamicType: Eq + std::hash::Hash + Clone + Send + Sync,
 {
     let reader = writer.as_reader();
-    crate::relist::settled(reflector::reflector(writer, watch), reader)
-        .for_each(|child| {
-            children.record(&child);
-            router.route(child.object());
-            std::future::ready(())
-        })
-        .await;
+    let routed = crate::relist::settled(reflector::reflector(writer, watch), reader).for_each(|child| {
+        children.record(&child);
+        router.route(child.object());
+        std::future::ready(())
+    });
+    futures::future::join(routed, children.follow_store()).await;
 }
 
 fn same_kind(a: &ApiResource, b: &ApiResource) -> bool {

@@ -34,7 +34,7 @@ pub use written::Written;
 
 use triggers::coalesced;
 
-use crate::children::Children;
+use crate::children::{Children, NotSynced};
 use crate::compact::{CachedPod, CachedService};
 use crate::error::{Error, Result};
 use crate::gang::GangScheduler;
@@ -105,6 +105,25 @@ impl std::fmt::Debug for Context {
     }
 }
 
+impl Context {
+    /// Waits until every cache a plan reads has listed its objects once, starting the watches
+    /// of owned kinds that wait for a first job. Without this, a reconcile right after a start
+    /// would plan from empty caches: recreate what exists and report its pods missing.
+    async fn synced(&self) -> std::result::Result<(), NotSynced> {
+        self.pods.synced().await?;
+        self.services.synced().await?;
+        for objects in &self.objects {
+            objects.synced().await?;
+        }
+        Ok(())
+    }
+
+    /// Whether [`Context::synced`] would return at once.
+    fn is_synced(&self) -> bool {
+        self.pods.is_synced() && self.services.is_synced() && self.objects.iter().all(Children::is_synced)
+    }
+}
+
 /// A stale cached job (older than our own status write) is looked at again shortly.
 const STALE_RETRY: Duration = Duration::from_millis(300);
 /// Failed reconciles are retried after this long.
@@ -169,6 +188,10 @@ async fn reconcile_once(job: &PackedJob, ctx: &Context) -> (Result<()>, Option<D
         timer.set_result(ReconcileResult::Requeue);
         return (Ok(()), Some(STALE_RETRY));
     }
+    if let Err(stopped) = ctx.synced().await {
+        timer.set_result(ReconcileResult::Error);
+        return (Err(stopped.into()), None);
+    }
     let (result, requeue) = match plan_job(ctx, job) {
         Ok(plan) => {
             tracing::debug!(
@@ -220,6 +243,11 @@ fn resync_once(
     reconcile: &futures::channel::mpsc::UnboundedSender<Owner>,
 ) {
     let live = jobs.state();
+    // Caches that have not synced (or whose watch waits for a first job) would show work that
+    // is not there; each live job's own reconcile waits for them instead.
+    if !ctx.is_synced() {
+        return;
+    }
     let uids: HashSet<String> = live.iter().filter_map(|j| j.uid()).collect();
     let owners: HashSet<Owner> = live.iter().map(|j| Owner::of(j.as_ref())).collect();
     ctx.written.retain(&uids);
@@ -364,8 +392,8 @@ mod tests {
             config: ControllerConfig::default(),
             metrics: Arc::new(Metrics::new()),
             events: EventWriter::new(client, "test"),
-            pods: Children::new(reflector::store().0, ()),
-            services: Children::new(reflector::store().0, ()),
+            pods: listed_empty(),
+            services: listed_empty(),
             objects: Vec::new(),
             priority_classes: None,
             created: Created::default(),
@@ -373,6 +401,15 @@ mod tests {
             written: Written::default(),
             activity: Activity::default(),
         }
+    }
+
+    /// An empty cache whose (dropped) watch has listed once: a synced, empty cluster.
+    fn listed_empty<C: crate::children::Cached<DynamicType = ()>>() -> Children<C> {
+        let mut writer = reflector::store::Writer::new(());
+        writer.apply_watcher_event(&watcher::Event::InitDone);
+        let cache = Children::new(writer.as_reader(), ());
+        futures::FutureExt::now_or_never(cache.follow_store()).expect("the store has listed");
+        cache
     }
 
     fn test_job(name: &str) -> TestJob {
@@ -425,5 +462,36 @@ mod tests {
         resync_once(&ctx, &jobs, &tx);
         assert!(ctx.written.is_empty());
         assert_eq!(ctx.activity.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn resync_waits_for_caches_a_reconcile_has_not_started() {
+        let mut ctx = context();
+        let kind = kube::api::ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&());
+        let mut objects = reflector::store::Writer::<DynamicObject>::new(kind.clone());
+        ctx.objects.push(Children::on_demand(objects.as_reader(), kind));
+        let mut writer = reflector::store::Writer::new(ctx.framework.kind().clone());
+        let jobs = writer.as_reader();
+        writer.apply_watcher_event(&watcher::Event::Apply(
+            PackedJob::pack(test_job("fresh")).unwrap(),
+        ));
+        let (tx, mut rx) = unbounded();
+
+        // Planned now, the job would look as if it owned no ConfigMap and was owed one.
+        resync_once(&ctx, &jobs, &tx);
+        assert!(rx.try_recv().is_err(), "planned from a cache that never listed");
+        assert!(!ctx.is_synced());
+
+        // Its reconcile starts the watch and waits for the list; then resyncs plan again.
+        let cache = ctx.objects[0].clone();
+        let synced = tokio::spawn(async move { cache.synced().await });
+        let cache = ctx.objects[0].clone();
+        let follow = tokio::spawn(async move { cache.follow_store().await });
+        tokio::task::yield_now().await;
+        objects.apply_watcher_event(&watcher::Event::InitDone);
+        follow.await.unwrap();
+        synced.await.unwrap().unwrap();
+        resync_once(&ctx, &jobs, &tx);
+        assert_eq!(rx.try_recv().unwrap(), Owner::of(&test_job("fresh")));
     }
 }
