@@ -104,11 +104,8 @@ impl ModelCode for Model {
             )
         };
         // Compiled when a job first needs it; `kfop gen` checked the text.
-        let cel = |e: Option<&str>| {
-            e.map_or("None".to_owned(), |e| {
-                format!("Some(Ok(CelRule::deferred({e:?})))")
-            })
-        };
+        let cel =
+            |e: Option<&str>| e.map_or("None".to_owned(), |e| format!("Some(CelRule::deferred({e:?}))"));
         match &self.status {
             StatusModel::SuccessRules(w) => format!(
                 "StatusRule::SuccessRules {{ rules: vec![{}], wording: {} }}",
@@ -133,7 +130,7 @@ impl ModelCode for Model {
                 failed,
                 wording: w,
             } => format!(
-                "StatusRule::Cel(CelStatus {{ succeeded: Ok(CelRule::deferred({succeeded:?})), running: {}, failed: {}, wording: {} }})",
+                "StatusRule::Cel(CelStatus {{ succeeded: CelRule::deferred({succeeded:?}), running: {}, failed: {}, wording: {} }})",
                 cel(running.as_deref()),
                 cel(failed.as_deref()),
                 wording(w),
@@ -193,7 +190,7 @@ mod tests {
         let model = parse(&text, Path::new("kfop.yaml")).unwrap();
         assert_eq!(
             model.status_rule(),
-            r#"StatusRule::Cel(CelStatus { succeeded: Ok(CelRule::deferred("replicas.Master.succeeded == 1 && \"a\" != \"b\"")), running: None, failed: None, wording: RuleWording { subject: None, exit_code_restart_events: false } })"#
+            r#"StatusRule::Cel(CelStatus { succeeded: CelRule::deferred("replicas.Master.succeeded == 1 && \"a\" != \"b\""), running: None, failed: None, wording: RuleWording { subject: None, exit_code_restart_events: false } })"#
         );
         assert_eq!(model.status_imports(), ["kfop_runtime::cel_rule::CelRule"]);
         assert_eq!(

@@ -35,23 +35,23 @@ pub struct RuleWording {
     pub exit_code_restart_events: bool,
 }
 
-/// `rule: cel`. Each expression is kept as compiled, error included: a generated framework's
-/// rules compile when a job first needs them, and a rule that does not compile fails
-/// reconciles, not the operator.
+/// `rule: cel`. Each rule keeps its own compile error: a generated framework's rules compile
+/// when a job first needs them, and a rule that does not compile fails reconciles, not the
+/// operator.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CelStatus {
     /// The job succeeded.
-    pub succeeded: Result<CelRule, CelError>,
+    pub succeeded: CelRule,
     /// The job runs; `None`: a role whose counts `succeeded` reads is active.
-    pub running: Option<Result<CelRule, CelError>>,
+    pub running: Option<CelRule>,
     /// The job failed (checked first).
-    pub failed: Option<Result<CelRule, CelError>>,
+    pub failed: Option<CelRule>,
     pub wording: RuleWording,
 }
 
 impl CelStatus {
     /// Every expression the rule has.
-    fn rules(&self) -> impl Iterator<Item = &Result<CelRule, CelError>> {
+    fn rules(&self) -> impl Iterator<Item = &CelRule> {
         [Some(&self.succeeded), self.running.as_ref(), self.failed.as_ref()]
             .into_iter()
             .flatten()
@@ -63,9 +63,7 @@ impl StatusRule {
     /// if it was deferred).
     pub fn check(&self) -> Result<(), &CelError> {
         match self {
-            Self::Cel(cel) => cel
-                .rules()
-                .try_for_each(|rule| rule.as_ref().and_then(|r| r.error().map_or(Ok(()), Err))),
+            Self::Cel(cel) => cel.rules().find_map(CelRule::error).map_or(Ok(()), Err),
             Self::SuccessRules { .. } | Self::LeaderOrFollowers { .. } | Self::Hook => Ok(()),
         }
     }

@@ -144,9 +144,9 @@ fn status_rule(model: &Model) -> StatusRule {
             failed,
             wording,
         } => StatusRule::Cel(CelStatus {
-            succeeded: Ok(CelRule::deferred(succeeded)),
-            running: running.as_deref().map(|e| Ok(CelRule::deferred(e))),
-            failed: failed.as_deref().map(|e| Ok(CelRule::deferred(e))),
+            succeeded: CelRule::deferred(succeeded),
+            running: running.as_deref().map(CelRule::deferred),
+            failed: failed.as_deref().map(CelRule::deferred),
             wording: wording.clone(),
         }),
         // The validator only lets `hook` through with `hooks: true`, refused above.
@@ -242,9 +242,9 @@ spec:
         assert_eq!(
             *status,
             StatusRule::Cel(CelStatus {
-                succeeded: Ok(CelRule::deferred("replicas.Worker.succeeded > 0")),
+                succeeded: CelRule::deferred("replicas.Worker.succeeded > 0"),
                 running: None,
-                failed: Some(Ok(CelRule::deferred("replicas.Worker.failed > 1"))),
+                failed: Some(CelRule::deferred("replicas.Worker.failed > 1")),
                 wording: RuleWording::default(),
             })
         );
@@ -260,7 +260,7 @@ spec:
                 ..Default::default()
             },
         )]);
-        assert_eq!(succeeded.as_ref().unwrap().evaluate(&counts), Ok(true));
+        assert_eq!(succeeded.evaluate(&counts), Ok(true));
     }
 
     #[test]

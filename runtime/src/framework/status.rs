@@ -9,7 +9,7 @@ use super::Observed;
 use crate::api::{
     ConditionStatus, JobConditionType, JobStatus, ReplicaSpec, RestartPolicy, reason, set_condition,
 };
-use crate::cel_rule::{CelError, CelRule, Counts, EvalError};
+use crate::cel_rule::{CelRule, Counts};
 use crate::policy::SuccessPolicy;
 use crate::status_rule::{CelStatus, RuleWording, StatusRule};
 
@@ -439,21 +439,22 @@ impl<'a> StatusUpdate<'a> {
     pub fn apply_expressions(&mut self, rule: &CelStatus) {
         let counts = self.expression_counts();
         if let Some(failed) = &rule.failed
-            && self.holds(failed.as_ref(), &counts, "failed")
+            && self.holds(failed, &counts, "failed")
         {
             let subject = rule.wording.subject.as_deref().unwrap_or(self.job.kind);
-            let (name, source) = (self.name(), failed.as_ref().map_or("", CelRule::source));
+            let (name, source) = (self.name(), failed.source());
             let message = format!("{subject} {name} is failed because the failure rule `{source}` holds.");
             // Nothing to announce: a failed job does not restart.
             self.set_failed(message);
             return;
         }
-        let succeeded = self.holds(rule.succeeded.as_ref(), &counts, "succeeded");
+        let succeeded = self.holds(&rule.succeeded, &counts, "succeeded");
+        // Without a running rule, a role the success rule reads (every role, if it does not
+        // compile) being active keeps the job running.
         let running = !succeeded
-            && match (&rule.running, &rule.succeeded) {
-                (Some(running), _) => self.holds(running.as_ref(), &counts, "running"),
-                (None, Ok(succeeded)) => self.any_active(|role| succeeded.roles_read().contains(role)),
-                (None, Err(_)) => self.any_active(|_| true),
+            && match &rule.running {
+                Some(running) => self.holds(running, &counts, "running"),
+                None => self.any_active(|role| rule.succeeded.roles_read().contains(role)),
             };
         self.conclude(succeeded, running, &rule.wording);
     }
@@ -476,20 +477,12 @@ impl<'a> StatusUpdate<'a> {
     }
 
     /// Whether `rule` (`spec.status.<field>`) holds; false, with a warning, when it cannot say.
-    fn holds(
-        &self,
-        rule: Result<&CelRule, &CelError>,
-        counts: &BTreeMap<String, Counts>,
-        field: &str,
-    ) -> bool {
-        let outcome = rule
-            .map_err(|e| EvalError::Compile(e.clone()))
-            .and_then(|r| r.evaluate(counts));
-        outcome.unwrap_or_else(|error| {
+    fn holds(&self, rule: &CelRule, counts: &BTreeMap<String, Counts>, field: &str) -> bool {
+        rule.evaluate(counts).unwrap_or_else(|error| {
             tracing::warn!(
                 job = %format_args!("{}/{}", self.namespace(), self.name()),
                 kind = self.kind(),
-                rule = rule.map_or("", CelRule::source),
+                rule = rule.source(),
                 %error,
                 "spec.status.{field} counts as false"
             );
@@ -535,11 +528,10 @@ mod tests {
             metrics: &mut metrics,
         };
         let mut update = StatusUpdate::new(job, &now, out, &specs, &counts, &observed);
-        let roles = ["Worker"];
         update.apply_expressions(&CelStatus {
-            succeeded: CelRule::compile(succeeded, &roles),
+            succeeded: CelRule::deferred(succeeded),
             running: None,
-            failed: failed.map(|f| CelRule::compile(f, &roles)),
+            failed: failed.map(CelRule::deferred),
             wording: RuleWording::default(),
         });
         (job_status, events)
@@ -626,8 +618,8 @@ mod tests {
             wording: wording.clone(),
         };
         let new = StatusRule::Cel(CelStatus {
-            succeeded: Ok(CelRule::deferred(succeeded)),
-            running: running.map(|e| Ok(CelRule::deferred(e))),
+            succeeded: CelRule::deferred(succeeded),
+            running: running.map(CelRule::deferred),
             failed: None,
             wording,
         });
@@ -688,7 +680,7 @@ mod tests {
     fn running_defaults_to_the_roles_the_success_rule_reads() {
         let rule = |succeeded: &str| {
             StatusRule::Cel(CelStatus {
-                succeeded: Ok(CelRule::deferred(succeeded)),
+                succeeded: CelRule::deferred(succeeded),
                 running: None,
                 failed: None,
                 wording: RuleWording::default(),

@@ -23,12 +23,12 @@ fn env() -> Result<Vec<EnvSpec>, TemplateError> {
 static MANIFEST: LazyLock<FrameworkManifest> = LazyLock::new(|| FrameworkManifest {
     env: env(),
     status: StatusRule::Cel(CelStatus {
-        succeeded: Ok(CelRule::deferred(
+        succeeded: CelRule::deferred(
             "has(replicas.Scheduler) ? replicas.Scheduler.succeeded >= replicas.Scheduler.total : has(replicas.Worker) ? replicas.Worker.succeeded >= replicas.Worker.total : size(replicas) > 0 && replicas.all(r, replicas[r].succeeded >= replicas[r].total)",
-        )),
-        running: Some(Ok(CelRule::deferred(
+        ),
+        running: Some(CelRule::deferred(
             "has(replicas.Scheduler) ? replicas.Scheduler.active > 0 : has(replicas.Worker) ? replicas.Worker.active > 0 : replicas.exists(r, replicas[r].active > 0)",
-        ))),
+        )),
         failed: None,
         wording: RuleWording {
             subject: Some("mxjob".to_owned()),

@@ -89,9 +89,7 @@ fn env() -> Result<Vec<EnvSpec>, TemplateError> {
 static MANIFEST: LazyLock<FrameworkManifest> = LazyLock::new(|| FrameworkManifest {
     env: env(),
     status: StatusRule::Cel(CelStatus {
-        succeeded: Ok(CelRule::deferred(
-            "replicas.Master.succeeded >= replicas.Master.total",
-        )),
+        succeeded: CelRule::deferred("replicas.Master.succeeded >= replicas.Master.total"),
         running: None,
         failed: None,
         wording: RuleWording {
