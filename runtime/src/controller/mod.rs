@@ -243,17 +243,17 @@ fn resync_once(
     reconcile: &futures::channel::mpsc::UnboundedSender<Owner>,
 ) {
     let live = jobs.state();
-    // Caches that have not synced (or whose watch waits for a first job) would show work that
-    // is not there; each live job's own reconcile waits for them instead.
-    if !ctx.is_synced() {
-        return;
-    }
     let uids: HashSet<String> = live.iter().filter_map(|j| j.uid()).collect();
     let owners: HashSet<Owner> = live.iter().map(|j| Owner::of(j.as_ref())).collect();
     ctx.written.retain(&uids);
     ctx.created.retain(&uids);
     ctx.deleted.retain(&uids);
     ctx.activity.retain(&owners);
+    // Gone jobs are forgotten either way. Caches that have not synced (or whose watch waits for
+    // a first job) would show work that is not there; each job's reconcile waits for them.
+    if !ctx.is_synced() {
+        return;
+    }
     let controller = &ctx.framework.info().controller_name;
     let mut pending = 0usize;
     for job in &live {
