@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::Namespace;
 use kfop_testenv::{ControlPlane, NodeShape, Peer, PeerOptions, PlaneOptions};
 use kube::Client;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, DeleteParams, PostParams};
 
 use crate::ceiling::{self, Children};
 use crate::cli::{Args, PeerOperator};
@@ -24,6 +24,12 @@ const CEILING_RUNNING_GRACE: Duration = Duration::from_secs(20);
 
 /// How long the idle reading waits after the operator is ready.
 const IDLE_SETTLE: Duration = Duration::from_secs(2);
+
+/// The ceiling phase's namespace.
+const CEILING_NAMESPACE: &str = "bench-ceiling";
+
+/// How long a finished phase's namespace may take to go.
+const CLEAR_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Runs the benchmark and writes results.md, results.json, latency.svg and rss.svg.
 pub async fn run(args: &Args) -> Result<Run> {
@@ -47,9 +53,14 @@ pub async fn run(args: &Args) -> Result<Run> {
         log: results.join("operator.log"),
     })
     .await?;
+    clear_namespace(&client, "bench-operator").await?;
 
     let ceiling = match captured {
-        Some(jobs) => Some(ceiling_phase(args, &client, jobs).await?),
+        Some(jobs) => {
+            let phase = ceiling_phase(args, &client, jobs).await?;
+            clear_namespace(&client, CEILING_NAMESPACE).await?;
+            Some(phase)
+        }
         None => None,
     };
 
@@ -67,6 +78,7 @@ pub async fn run(args: &Args) -> Result<Run> {
             log: results.join("operator-all-kinds.log"),
         })
         .await?;
+        clear_namespace(&client, "bench-all-kinds").await?;
         Some(phase)
     } else {
         None
@@ -83,6 +95,7 @@ pub async fn run(args: &Args) -> Result<Run> {
                 log: results.join("operator-paced.log"),
             })
             .await?;
+            clear_namespace(&client, "bench-paced").await?;
             Some(Paced { rate, phase })
         }
         _ => None,
@@ -184,6 +197,38 @@ async fn create_namespace(client: &Client, name: &str) -> Result<()> {
     api.create(&PostParams::default(), &ns)
         .await
         .map_err(Error::kube(format!("creating namespace {name}")))?;
+    Ok(())
+}
+
+/// Deletes a finished phase's namespace and waits until it is gone, so every phase starts on a
+/// plane without the pods, services and events of the ones before: left in place, the phase
+/// run third (every kind) was slower in each run than the first, while each run first on a
+/// fresh plane was not.
+async fn clear_namespace(client: &Client, name: &str) -> Result<()> {
+    let started = Instant::now();
+    let api: Api<Namespace> = Api::all(client.clone());
+    api.delete(name, &DeleteParams::background())
+        .await
+        .map_err(Error::kube(format!("deleting namespace {name}")))?;
+    while api
+        .get_opt(name)
+        .await
+        .map_err(Error::kube(format!("reading namespace {name}")))?
+        .is_some()
+    {
+        if started.elapsed() > CLEAR_TIMEOUT {
+            return Err(Error::Phase {
+                phase: format!("clearing namespace {name}"),
+                message: format!("still there {CLEAR_TIMEOUT:?} after its deletion"),
+            });
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    tracing::info!(
+        namespace = name,
+        elapsed_s = started.elapsed().as_secs_f64(),
+        "namespace cleared"
+    );
     Ok(())
 }
 
@@ -336,7 +381,7 @@ async fn kubeflow_phase(args: &Args, plane: &ControlPlane, client: &Client) -> R
 
 /// Creates the captured pods and services with a plain client, `--concurrency` jobs at a time.
 async fn ceiling_phase(args: &Args, client: &Client, jobs: BTreeMap<String, Children>) -> Result<Phase> {
-    let namespace = "bench-ceiling";
+    let namespace = CEILING_NAMESPACE;
     tracing::info!(jobs = jobs.len(), "ceiling phase");
     create_namespace(client, namespace).await?;
     let observed = Observed::new(Instant::now(), PODS_PER_JOB);
