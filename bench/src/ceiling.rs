@@ -1,15 +1,23 @@
 //! The ceiling: the pods and services the operator created, created again by a plain client with
-//! the same concurrency (jobs at a time, each job's objects in parallel) and no operator.
+//! the same concurrency (jobs at a time, each job's objects in parallel) and no operator. Its
+//! replay variant sends what the operator sends for a job before its pods all exist, so the
+//! distance to the ceiling splits into what the request mix costs the server and what the
+//! operator itself adds (its watches, its queue, the time between a job's steps).
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Pod, Service};
-use kube::api::{Api, ListParams, ObjectMeta, PostParams};
+use k8s_openapi::api::core::v1::{ObjectReference, Pod, Service};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, OwnerReference, Time};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
+use serde_json::json;
 
 use crate::error::{Error, Result};
 use crate::observe::{JOB_NAME_LABEL, Observed};
+use crate::submit;
 
 /// One job's children, ready to create elsewhere.
 #[derive(Debug, Clone, Default)]
@@ -86,52 +94,233 @@ pub fn fresh_service(service: Service) -> Service {
     }
 }
 
-/// Creates every job's children in `namespace`, `concurrency` jobs at a time, recording each
+/// What the plain client sends for each job.
+#[derive(Debug, Clone, Copy)]
+pub enum Requests {
+    /// Its pods and services: the issue's ceiling.
+    Children,
+    /// Part or all of what the operator sends for it before its pods all exist; the job's pods
+    /// run `run_for`.
+    Operator { run_for: Duration, replay: Replay },
+}
+
+/// How much of the operator's requests for a job a replay sends, each level adding to the one
+/// before. Later status writes (Running, Succeeded) fall mostly after a burst's creates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
+pub enum Replay {
+    /// The PyTorchJob as the benchmark submits it, then its pods and services owned by it.
+    Job,
+    /// Also the operator's event per child (`SuccessfulCreate*`, `events.k8s.io/v1`).
+    Events,
+    /// Also its one status write (`Created`): all the operator sends.
+    Full,
+}
+
+impl Replay {
+    /// The phase's name in the results.
+    pub fn phase_name(self) -> &'static str {
+        match self {
+            Self::Job => "replay: job + children",
+            Self::Events => "replay: job + children + events",
+            Self::Full => "replay: the operator's requests",
+        }
+    }
+}
+
+/// Sends `requests` for every job in `namespace`, `concurrency` jobs at a time, recording each
 /// job's start in `observed` (the pod watch records the rest).
 pub async fn run(
     client: &Client,
     namespace: &str,
     jobs: BTreeMap<String, Children>,
     concurrency: usize,
+    requests: Requests,
     observed: &Observed,
 ) -> Result<()> {
-    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    let services: Api<Service> = Api::namespaced(client.clone(), namespace);
     let results: Vec<Result<()>> = futures::stream::iter(jobs)
         .map(|(job, children)| {
-            let (pods, services, observed) = (pods.clone(), services.clone(), observed.clone());
+            let observed = observed.clone();
             async move {
                 let at = observed.now();
                 observed.with(|t| t.submitted(&job, at));
-                let pod_creates = children.pods.iter().map(|pod| {
-                    let pods = pods.clone();
-                    async move {
-                        create_ignoring_conflict(pods.create(&PostParams::default(), pod).await, || {
-                            format!("creating pod {}", pod.name_any())
-                        })
+                match requests {
+                    Requests::Children => create_children(client, namespace, &children, None).await,
+                    Requests::Operator { run_for, replay } => {
+                        replay_job(client, namespace, &job, &children, run_for, replay).await
                     }
-                });
-                let service_creates = children.services.iter().map(|service| {
-                    let services = services.clone();
-                    async move {
-                        create_ignoring_conflict(
-                            services.create(&PostParams::default(), service).await,
-                            || format!("creating service {}", service.name_any()),
-                        )
-                    }
-                });
-                let (p, s) = futures::future::join(
-                    futures::future::join_all(pod_creates),
-                    futures::future::join_all(service_creates),
-                )
-                .await;
-                p.into_iter().chain(s).collect::<Result<()>>()
+                }
             }
         })
         .buffer_unordered(concurrency.max(1))
         .collect()
         .await;
     results.into_iter().collect()
+}
+
+/// Creates one job's pods and services in parallel, owned by `owner` when given.
+async fn create_children(
+    client: &Client,
+    namespace: &str,
+    children: &Children,
+    owner: Option<&OwnerReference>,
+) -> Result<()> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let services: Api<Service> = Api::namespaced(client.clone(), namespace);
+    let owned = |meta: &mut ObjectMeta| meta.owner_references = owner.map(|o| vec![o.clone()]);
+    let pod_creates = children.pods.iter().map(|pod| {
+        let (pods, mut pod) = (pods.clone(), pod.clone());
+        owned(&mut pod.metadata);
+        async move {
+            create_ignoring_conflict(pods.create(&PostParams::default(), &pod).await, || {
+                format!("creating pod {}", pod.name_any())
+            })
+        }
+    });
+    let service_creates = children.services.iter().map(|service| {
+        let (services, mut service) = (services.clone(), service.clone());
+        owned(&mut service.metadata);
+        async move {
+            create_ignoring_conflict(services.create(&PostParams::default(), &service).await, || {
+                format!("creating service {}", service.name_any())
+            })
+        }
+    });
+    let (p, s) = futures::future::join(
+        futures::future::join_all(pod_creates),
+        futures::future::join_all(service_creates),
+    )
+    .await;
+    p.into_iter().chain(s).collect()
+}
+
+/// [`Requests::Operator`] for one job.
+async fn replay_job(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    children: &Children,
+    run_for: Duration,
+    replay: Replay,
+) -> Result<()> {
+    let resource = submit::pytorch_resource();
+    let jobs: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource);
+    let job = jobs
+        .create(&PostParams::default(), &submit::pytorch_job(name, run_for)?)
+        .await
+        .map_err(Error::kube(format!("creating PyTorchJob {name}")))?;
+    let owner = OwnerReference {
+        api_version: resource.api_version.clone(),
+        kind: resource.kind.clone(),
+        name: name.to_owned(),
+        uid: job.uid().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    };
+    let events: Api<Event> = Api::namespaced(client.clone(), namespace);
+    let regarding = ObjectReference {
+        api_version: Some(owner.api_version.clone()),
+        kind: Some(owner.kind.clone()),
+        name: Some(name.to_owned()),
+        namespace: Some(namespace.to_owned()),
+        uid: Some(owner.uid.clone()),
+        ..ObjectReference::default()
+    };
+    let sent_events = if replay >= Replay::Events {
+        child_events(&resource, children, &regarding)
+    } else {
+        Vec::new()
+    };
+    let sent_events = sent_events.into_iter().map(|event| {
+        let events = events.clone();
+        async move {
+            events
+                .create(&PostParams::default(), &event)
+                .await
+                .map(|_| ())
+                .map_err(Error::kube("creating an event"))
+        }
+    });
+    let (created, sent) = futures::future::join(
+        create_children(client, namespace, children, Some(&owner)),
+        futures::future::join_all(sent_events),
+    )
+    .await;
+    created?;
+    sent.into_iter().collect::<Result<()>>()?;
+    if replay < Replay::Full {
+        return Ok(());
+    }
+    jobs.patch_status(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(&json!({ "status": created_status(name, Timestamp::now()) })),
+    )
+    .await
+    .map_err(Error::kube(format!("patching the status of PyTorchJob {name}")))?;
+    Ok(())
+}
+
+/// The operator's event for each created child of the job `regarding`.
+fn child_events(resource: &ApiResource, children: &Children, regarding: &ObjectReference) -> Vec<Event> {
+    let job = regarding.name.clone().unwrap_or_default();
+    let reference = |kind: &str, name: String| ObjectReference {
+        api_version: Some("v1".to_owned()),
+        kind: Some(kind.to_owned()),
+        name: Some(name),
+        namespace: regarding.namespace.clone(),
+        ..ObjectReference::default()
+    };
+    let pods = children.pods.iter().map(|p| ("Pod", "pod", p.name_any()));
+    let services = children
+        .services
+        .iter()
+        .map(|s| ("Service", "service", s.name_any()));
+    pods.chain(services)
+        .enumerate()
+        .map(|(i, (kind, noun, child))| {
+            let reason = format!("SuccessfulCreate{kind}");
+            Event {
+                metadata: ObjectMeta {
+                    name: Some(format!("{job}.{i:x}")),
+                    namespace: regarding.namespace.clone(),
+                    ..ObjectMeta::default()
+                },
+                action: Some(reason.clone()),
+                reason: Some(reason),
+                note: Some(format!("Created {noun}: {child}")),
+                type_: Some("Normal".to_owned()),
+                event_time: Some(MicroTime(Timestamp::now())),
+                regarding: Some(regarding.clone()),
+                related: Some(reference(kind, child)),
+                reporting_controller: Some(format!("{}-controller", resource.kind.to_lowercase())),
+                reporting_instance: Some(format!("{}-controller", resource.kind.to_lowercase())),
+                ..Event::default()
+            }
+        })
+        .collect()
+}
+
+/// The status the operator writes once a job's children are created.
+fn created_status(name: &str, now: Timestamp) -> serde_json::Value {
+    let at = Time(now);
+    let replicas = |role: &str| {
+        json!({ "active": 0, "selector": format!(
+            "training.kubeflow.org/job-name={name},training.kubeflow.org/operator-name=pytorchjob-controller,\
+             training.kubeflow.org/replica-type={role}"
+        )})
+    };
+    json!({
+        "conditions": [{
+            "type": "Created",
+            "status": "True",
+            "reason": "PyTorchJobCreated",
+            "message": format!("PyTorchJob {name} is created."),
+            "lastUpdateTime": at,
+            "lastTransitionTime": at,
+        }],
+        "replicaStatuses": { "Master": replicas("master"), "Worker": replicas("worker") },
+        "startTime": at,
+    })
 }
 
 fn create_ignoring_conflict<T>(result: kube::Result<T>, context: impl FnOnce() -> String) -> Result<()> {
@@ -176,6 +365,63 @@ mod tests {
         assert_eq!(
             fresh_service(service).spec.unwrap().cluster_ip.as_deref(),
             Some("None")
+        );
+    }
+
+    #[test]
+    fn a_replayed_job_sends_the_operators_events_and_status() {
+        let pod = |name: &str| Pod {
+            metadata: ObjectMeta {
+                name: Some(name.to_owned()),
+                ..ObjectMeta::default()
+            },
+            ..Pod::default()
+        };
+        let children = Children {
+            pods: vec![pod("j-master-0"), pod("j-worker-0")],
+            services: vec![Service {
+                metadata: ObjectMeta {
+                    name: Some("j-master-0".to_owned()),
+                    ..ObjectMeta::default()
+                },
+                ..Service::default()
+            }],
+        };
+        let regarding = ObjectReference {
+            name: Some("j".to_owned()),
+            namespace: Some("ns".to_owned()),
+            ..ObjectReference::default()
+        };
+        let events = child_events(&submit::pytorch_resource(), &children, &regarding);
+        let reasons: Vec<_> = events.iter().filter_map(|e| e.reason.as_deref()).collect();
+        assert_eq!(
+            reasons,
+            [
+                "SuccessfulCreatePod",
+                "SuccessfulCreatePod",
+                "SuccessfulCreateService"
+            ]
+        );
+        let names: std::collections::BTreeSet<_> =
+            events.iter().filter_map(|e| e.metadata.name.clone()).collect();
+        assert_eq!(names.len(), 3, "each event has its own name");
+        assert_eq!(events[2].note.as_deref(), Some("Created service: j-master-0"));
+        assert_eq!(
+            events[0].reporting_controller.as_deref(),
+            Some("pytorchjob-controller")
+        );
+        assert_eq!(
+            events[1].related.as_ref().and_then(|r| r.name.as_deref()),
+            Some("j-worker-0")
+        );
+
+        let status = created_status("j", Timestamp::UNIX_EPOCH);
+        assert_eq!(status["conditions"][0]["type"], "Created");
+        assert_eq!(status["conditions"][0]["message"], "PyTorchJob j is created.");
+        assert!(
+            status["replicaStatuses"]["Worker"]["selector"]
+                .as_str()
+                .is_some_and(|s| s.ends_with("replica-type=worker"))
         );
     }
 }

@@ -47,6 +47,11 @@ pub struct Args {
     /// Skip the ceiling phase (no plain-client comparison)
     #[arg(long)]
     pub no_ceiling: bool,
+    /// Also replay from a plain client, with the ceiling's concurrency, what the operator sends
+    /// for each job before its pods all exist, up to a level (repeatable, a phase each): splits
+    /// the distance to the ceiling into the request mix and the operator's own
+    #[arg(long, value_enum, conflicts_with = "no_ceiling")]
+    pub replay: Vec<crate::ceiling::Replay>,
     /// Also run the operator again with jobs arriving at half the ceiling's rate (measured first
     /// in the same run), for the latency target; needs the ceiling phase
     #[arg(long, conflicts_with = "no_ceiling")]

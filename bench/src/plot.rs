@@ -40,10 +40,10 @@ pub fn latency_series(run: &Run) -> Vec<Series> {
             latency_points(&run.operator, |m| m.all_running),
         ),
     ];
-    if let Some(ceiling) = &run.ceiling {
+    for plain in run.ceiling.iter().chain(&run.replay) {
         series.push((
-            format!("{}: first create -> all pods exist", ceiling.name),
-            latency_points(ceiling, |m| m.all_pods),
+            format!("{}: first create -> all pods exist", plain.name),
+            latency_points(plain, |m| m.all_pods),
         ));
     }
     series

@@ -241,13 +241,17 @@ fn summary(run: &Run, heading: &str) -> String {
 
     let mut phases: Vec<&Phase> = vec![&run.operator];
     phases.extend(run.ceiling.as_ref());
+    phases.extend(&run.replay);
     phases.extend(run.all_schemes.as_ref());
     phases.extend(run.paced.as_ref().map(|p| &p.phase));
     phases.extend(run.kubeflow.as_ref());
     // The operator's figures as ratios against each baseline of the same run.
-    let baselines: Vec<(&str, &Phase)> = [("ceiling", &run.ceiling), ("Kubeflow", &run.kubeflow)]
-        .into_iter()
-        .filter_map(|(label, p)| p.as_ref().map(|p| (label, p)))
+    let baselines: Vec<(&str, &Phase)> = run
+        .ceiling
+        .iter()
+        .map(|p| ("ceiling", p))
+        .chain(run.replay.iter().map(|p| (p.name.as_str(), p)))
+        .chain(run.kubeflow.iter().map(|p| ("Kubeflow", p)))
         .collect();
     let _ = write!(md, "| |");
     for p in &phases {
@@ -408,6 +412,7 @@ mod tests {
                 requests: None,
                 ..phase("ceiling", 45.0, 1.0, 0.0)
             }),
+            replay: Vec::new(),
             all_schemes: Some(phase("operator (all kinds)", 39.0, 1.6, 56.0)),
             kubeflow: Some(phase("Kubeflow", 10.0, 5.0, 229.0)),
             paced: Some(Paced {
@@ -500,6 +505,24 @@ mod tests {
     }
 
     #[test]
+    fn a_replay_is_a_phase_and_a_baseline() {
+        let mut with_replay = run(0.0);
+        with_replay.replay = vec![Phase {
+            process: None,
+            requests: None,
+            ..phase("replay", 50.0, 1.0, 0.0)
+        }];
+        let md = markdown(&with_replay);
+        assert!(
+            md.contains(
+                "| jobs/s, creation -> all pods exist | 40.0 | 45.0 | 50.0 | 39.0 | 22.0 | 10.0 | 0.89 | 0.80 | 4.00 |"
+            ),
+            "{md}"
+        );
+        assert!(md.contains("| operator / ceiling | operator / replay | operator / Kubeflow |"));
+    }
+
+    #[test]
     fn markdown_has_every_phase_and_target() {
         let md = markdown(&run(0.0));
         assert!(md.starts_with("# kfop scale benchmark"));
@@ -516,6 +539,7 @@ mod tests {
         );
         assert!(md.contains("| create pods 201 | 4.00 |"));
         assert!(md.contains("## Targets"));
+        assert!(!md.contains("replay"));
         // Every table row has the same number of cells as its header.
         let header_cells = md
             .lines()

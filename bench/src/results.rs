@@ -217,6 +217,9 @@ pub struct Run {
     pub operator: Phase,
     /// The plain-client ceiling, unless skipped.
     pub ceiling: Option<Phase>,
+    /// The operator's requests from a plain client, a phase per `--replay` level.
+    #[serde(default)]
+    pub replay: Vec<Phase>,
     /// The operator with every kind enabled, with `--compare-all-schemes`.
     pub all_schemes: Option<Phase>,
     /// Kubeflow's training-operator on the same workload, with `--peer kubeflow`.
@@ -238,8 +241,10 @@ impl Run {
             run.all_schemes.as_mut(),
         ]
         .into_iter()
-        .chain([run.kubeflow.as_mut(), run.paced.as_mut().map(|p| &mut p.phase)]);
-        for phase in phases.flatten() {
+        .chain([run.kubeflow.as_mut(), run.paced.as_mut().map(|p| &mut p.phase)])
+        .flatten()
+        .chain(run.replay.iter_mut());
+        for phase in phases {
             phase.timeline = Timeline::default();
             phase.samples.clear();
         }

@@ -27,6 +27,8 @@ const IDLE_SETTLE: Duration = Duration::from_secs(2);
 
 /// The ceiling phase's namespace.
 const CEILING_NAMESPACE: &str = "bench-ceiling";
+/// The replay phase's namespace.
+const REPLAY_NAMESPACE: &str = "bench-replay";
 
 /// How long a finished phase's namespace may take to go.
 const CLEAR_TIMEOUT: Duration = Duration::from_secs(600);
@@ -55,13 +57,40 @@ pub async fn run(args: &Args) -> Result<Run> {
     .await?;
     clear_namespace(&client, "bench-operator").await?;
 
-    let ceiling = match captured {
+    let (ceiling, replay) = match captured {
         Some(jobs) => {
-            let phase = ceiling_phase(args, &client, jobs).await?;
+            let mut levels = args.replay.clone();
+            levels.sort_unstable();
+            levels.dedup();
+            let mut replay = Vec::new();
+            for level in levels {
+                let requests = ceiling::Requests::Operator {
+                    run_for: args.complete_after,
+                    replay: level,
+                };
+                let phase = CeilingPhase {
+                    name: level.phase_name(),
+                    namespace: REPLAY_NAMESPACE,
+                    requests,
+                };
+                replay.push(ceiling_phase(args, &client, jobs.clone(), phase).await?);
+                clear_namespace(&client, REPLAY_NAMESPACE).await?;
+            }
+            let phase = ceiling_phase(
+                args,
+                &client,
+                jobs,
+                CeilingPhase {
+                    name: "ceiling (plain client)",
+                    namespace: CEILING_NAMESPACE,
+                    requests: ceiling::Requests::Children,
+                },
+            )
+            .await?;
             clear_namespace(&client, CEILING_NAMESPACE).await?;
-            Some(phase)
+            (Some(phase), replay)
         }
-        None => None,
+        None => (None, Vec::new()),
     };
 
     let all_schemes = if args.compare_all_schemes {
@@ -110,6 +139,7 @@ pub async fn run(args: &Args) -> Result<Run> {
         config,
         operator: first,
         ceiling,
+        replay,
         all_schemes,
         kubeflow,
         paced,
@@ -379,30 +409,44 @@ async fn kubeflow_phase(args: &Args, plane: &ControlPlane, client: &Client) -> R
     Ok(measured.phase(name, RequestMetrics::CLIENT_GO, args.jobs))
 }
 
-/// Creates the captured pods and services with a plain client, `--concurrency` jobs at a time.
-async fn ceiling_phase(args: &Args, client: &Client, jobs: BTreeMap<String, Children>) -> Result<Phase> {
-    let namespace = CEILING_NAMESPACE;
-    tracing::info!(jobs = jobs.len(), "ceiling phase");
+/// A plain-client phase: which requests it sends per job, and where.
+struct CeilingPhase {
+    name: &'static str,
+    namespace: &'static str,
+    requests: ceiling::Requests,
+}
+
+/// Sends `phase.requests` for the captured jobs with a plain client, `--concurrency` jobs at a
+/// time, and waits until every job's pods exist.
+async fn ceiling_phase(
+    args: &Args,
+    client: &Client,
+    jobs: BTreeMap<String, Children>,
+    phase: CeilingPhase,
+) -> Result<Phase> {
+    let namespace = phase.namespace;
+    tracing::info!(phase = phase.name, jobs = jobs.len(), "plain-client phase");
     create_namespace(client, namespace).await?;
     let observed = Observed::new(Instant::now(), PODS_PER_JOB);
     let watches = observed.watch(client, namespace, None);
     let count = jobs.len();
-    ceiling::run(client, namespace, jobs, usize::from(args.concurrency), &observed).await?;
+    let concurrency = usize::from(args.concurrency);
+    ceiling::run(client, namespace, jobs, concurrency, phase.requests, &observed).await?;
     // Every pod must exist; Running is kwok's pace, so it gets only a short grace.
     observed
-        .wait_until(args.timeout, "ceiling", |t| t.count(|m| m.all_pods) >= count)
+        .wait_until(args.timeout, phase.name, |t| t.count(|m| m.all_pods) >= count)
         .await;
     observed
-        .wait_until(CEILING_RUNNING_GRACE, "ceiling Running", |t| {
+        .wait_until(CEILING_RUNNING_GRACE, "all pods Running", |t| {
             t.count(|m| m.all_running) >= count
         })
         .await;
     for watch in watches {
         watch.abort();
     }
-    let phase = Phase::from_timeline("ceiling (plain client)", observed.snapshot(), false);
-    tracing::info!(throughput_all_pods = ?phase.throughput_all_pods, "ceiling done");
-    Ok(phase)
+    let result = Phase::from_timeline(phase.name, observed.snapshot(), false);
+    tracing::info!(phase = phase.name, throughput_all_pods = ?result.throughput_all_pods, "plain-client phase done");
+    Ok(result)
 }
 
 /// Today's UTC date (YYYY-MM-DD) from the system clock.

@@ -18,6 +18,8 @@ fn small_run_writes_results() {
             "--timeout",
             "3m",
             "--compare-all-schemes",
+            "--replay",
+            "full",
             "--peer",
             "kubeflow",
         ],
@@ -45,6 +47,13 @@ fn small_run_writes_results() {
         );
         assert!(!json[phase]["samples"].as_array().unwrap().is_empty(), "{phase}");
     }
+    let replay = &json["replay"][0];
+    assert_eq!(replay["name"], "replay: the operator's requests", "{json}");
+    assert_eq!(replay["jobs"], 5, "{json}");
+    assert_eq!(
+        replay["incomplete"], 0,
+        "the replay left jobs without pods:\n{stderr}"
+    );
     assert!(md.contains("| operator / Kubeflow |"), "{md}");
     for plot in ["latency.svg", "rss.svg"] {
         let svg = std::fs::read_to_string(dir.path().join(plot)).unwrap();
