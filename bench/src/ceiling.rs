@@ -166,31 +166,33 @@ async fn create_children(
 ) -> Result<()> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
     let services: Api<Service> = Api::namespaced(client.clone(), namespace);
-    let owned = |meta: &mut ObjectMeta| meta.owner_references = owner.map(|o| vec![o.clone()]);
-    let pod_creates = children.pods.iter().map(|pod| {
-        let (pods, mut pod) = (pods.clone(), pod.clone());
-        owned(&mut pod.metadata);
-        async move {
-            create_ignoring_conflict(pods.create(&PostParams::default(), &pod).await, || {
-                format!("creating pod {}", pod.name_any())
-            })
-        }
-    });
-    let service_creates = children.services.iter().map(|service| {
-        let (services, mut service) = (services.clone(), service.clone());
-        owned(&mut service.metadata);
-        async move {
-            create_ignoring_conflict(services.create(&PostParams::default(), &service).await, || {
-                format!("creating service {}", service.name_any())
-            })
-        }
-    });
+    let pod_creates = children.pods.iter().map(|pod| create_owned(&pods, pod, owner));
+    let service_creates = children
+        .services
+        .iter()
+        .map(|service| create_owned(&services, service, owner));
     let (p, s) = futures::future::join(
         futures::future::join_all(pod_creates),
         futures::future::join_all(service_creates),
     )
     .await;
     p.into_iter().chain(s).collect()
+}
+
+/// Creates `object`, owned by `owner` when given; one that exists already counts as created.
+async fn create_owned<K>(api: &Api<K>, object: &K, owner: Option<&OwnerReference>) -> Result<()>
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::Serialize
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let mut object = object.clone();
+    object.meta_mut().owner_references = owner.map(|o| vec![o.clone()]);
+    create_ignoring_conflict(api.create(&PostParams::default(), &object).await, || {
+        format!("creating {} {}", K::kind(&()), object.name_any())
+    })
 }
 
 /// [`Requests::Operator`] for one job.
