@@ -277,6 +277,7 @@ fn child_events(resource: &ApiResource, children: &Children, regarding: &ObjectR
         .services
         .iter()
         .map(|s| ("Service", "service", s.name_any()));
+    let controller = format!("{}-controller", resource.kind.to_lowercase());
     pods.chain(services)
         .enumerate()
         .map(|(i, (kind, noun, child))| {
@@ -294,8 +295,8 @@ fn child_events(resource: &ApiResource, children: &Children, regarding: &ObjectR
                 event_time: Some(MicroTime(Timestamp::now())),
                 regarding: Some(regarding.clone()),
                 related: Some(reference(kind, child)),
-                reporting_controller: Some(format!("{}-controller", resource.kind.to_lowercase())),
-                reporting_instance: Some(format!("{}-controller", resource.kind.to_lowercase())),
+                reporting_controller: Some(controller.clone()),
+                reporting_instance: Some(controller.clone()),
                 ..Event::default()
             }
         })

@@ -55,7 +55,6 @@ pub async fn run(args: &Args) -> Result<Run> {
         log: results.join("operator.log"),
     })
     .await?;
-    clear_namespace(&client, "bench-operator").await?;
 
     let (ceiling, replay) = match captured {
         Some(jobs) => {
@@ -74,7 +73,6 @@ pub async fn run(args: &Args) -> Result<Run> {
                     requests,
                 };
                 replay.push(ceiling_phase(args, &client, jobs.clone(), phase).await?);
-                clear_namespace(&client, REPLAY_NAMESPACE).await?;
             }
             let phase = ceiling_phase(
                 args,
@@ -87,7 +85,6 @@ pub async fn run(args: &Args) -> Result<Run> {
                 },
             )
             .await?;
-            clear_namespace(&client, CEILING_NAMESPACE).await?;
             (Some(phase), replay)
         }
         None => (None, Vec::new()),
@@ -107,7 +104,6 @@ pub async fn run(args: &Args) -> Result<Run> {
             log: results.join("operator-all-kinds.log"),
         })
         .await?;
-        clear_namespace(&client, "bench-all-kinds").await?;
         Some(phase)
     } else {
         None
@@ -124,7 +120,6 @@ pub async fn run(args: &Args) -> Result<Run> {
                 log: results.join("operator-paced.log"),
             })
             .await?;
-            clear_namespace(&client, "bench-paced").await?;
             Some(Paced { rate, phase })
         }
         _ => None,
@@ -262,8 +257,8 @@ async fn clear_namespace(client: &Client, name: &str) -> Result<()> {
     Ok(())
 }
 
-/// Submits the jobs to a fresh operator process watching only `phase.namespace` and waits for
-/// every job to succeed (or the timeout).
+/// Submits the jobs to a fresh operator process watching only `phase.namespace`, waits for
+/// every job to succeed (or the timeout), then clears the namespace.
 async fn operator_phase(
     args: &Args,
     bin: &Path,
@@ -300,6 +295,7 @@ async fn operator_phase(
         None
     };
     operator.stop(Duration::from_secs(10)).await?;
+    clear_namespace(client, phase.namespace).await?;
     Ok((
         measured.phase(&phase.name, RequestMetrics::KFOP, args.jobs),
         captured,
@@ -417,7 +413,7 @@ struct CeilingPhase {
 }
 
 /// Sends `phase.requests` for the captured jobs with a plain client, `--concurrency` jobs at a
-/// time, and waits until every job's pods exist.
+/// time, waits until every job's pods exist, then clears the namespace.
 async fn ceiling_phase(
     args: &Args,
     client: &Client,
@@ -444,6 +440,7 @@ async fn ceiling_phase(
     for watch in watches {
         watch.abort();
     }
+    clear_namespace(client, namespace).await?;
     let result = Phase::from_timeline(phase.name, observed.snapshot(), false);
     tracing::info!(phase = phase.name, throughput_all_pods = ?result.throughput_all_pods, "plain-client phase done");
     Ok(result)
