@@ -369,13 +369,14 @@ impl Manager {
                     };
                     let router = router.clone();
                     // Started by the first reconcile of a job owning the kind: an operator whose
-                    // cluster runs no MPIJob keeps no watch on Secrets, Roles, ...
+                    // cluster runs no MPIJob keeps no watch on Secrets, Roles, ... The watch's
+                    // state (~7 kB) is boxed only then, not held by every waiting kind.
                     async move {
                         children.wanted().await;
                         let watch = watcher(api, watcher::Config::default().labels(&selector))
                             .default_backoff()
                             .modify(crate::cache::slim_owned(&kind));
-                        route_children(watch, writer, children, router).await;
+                        Box::pin(route_children(watch, writer, children, router)).await;
                     }
                 },
             ));
