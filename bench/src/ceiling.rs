@@ -11,6 +11,7 @@ use k8s_openapi::api::core::v1::{ObjectReference, Pod, Service};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, OwnerReference, Time};
 use k8s_openapi::jiff::Timestamp;
+use kfop_runtime::labels;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
@@ -210,14 +211,7 @@ async fn replay_job(
         .create(&PostParams::default(), &submit::pytorch_job(name, run_for)?)
         .await
         .map_err(Error::kube(format!("creating PyTorchJob {name}")))?;
-    let owner = OwnerReference {
-        api_version: resource.api_version.clone(),
-        kind: resource.kind.clone(),
-        name: name.to_owned(),
-        uid: job.uid().unwrap_or_default(),
-        controller: Some(true),
-        block_owner_deletion: Some(true),
-    };
+    let owner = labels::owner_reference(&job, &resource);
     let events: Api<Event> = Api::namespaced(client.clone(), namespace);
     let regarding = ObjectReference {
         api_version: Some(owner.api_version.clone()),
@@ -307,10 +301,9 @@ fn child_events(resource: &ApiResource, children: &Children, regarding: &ObjectR
 fn created_status(name: &str, now: Timestamp) -> serde_json::Value {
     let at = Time(now);
     let replicas = |role: &str| {
-        json!({ "active": 0, "selector": format!(
-            "training.kubeflow.org/job-name={name},training.kubeflow.org/operator-name=pytorchjob-controller,\
-             training.kubeflow.org/replica-type={role}"
-        )})
+        let mut selector = labels::job_labels("pytorchjob-controller", name);
+        selector.insert(labels::REPLICA_TYPE.to_owned(), role.to_owned());
+        json!({ "active": 0, "selector": labels::selector_string(&selector) })
     };
     json!({
         "conditions": [{
