@@ -6,7 +6,6 @@
 //! control plane (a FooJob with 1 master and 2 workers gets the manifest's environment and
 //! succeeds when its pods do).
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Instant;
 
 fn workspace() -> &'static Path {
@@ -19,7 +18,7 @@ fn target() -> PathBuf {
 }
 
 fn cargo(dir: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO"))
+    kfop_testenv::cargo::command()
         .args(args)
         .current_dir(dir)
         .env("CARGO_TARGET_DIR", target())

@@ -31,8 +31,7 @@ pub fn operator_bin() -> Result<PathBuf> {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .ok_or_else(|| Error::Operator("no workspace above the crate".to_owned()))?;
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let mut build = Command::new(&cargo);
+    let mut build = kfop_testenv::cargo::command();
     build
         .args(["build", "-p", "kfop-operator", "--bin", "kfop-operator"])
         .current_dir(workspace)
@@ -40,7 +39,7 @@ pub fn operator_bin() -> Result<PathBuf> {
     if profile_dir.file_name().is_some_and(|n| n == "release") {
         build.arg("--release");
     }
-    let status = build.status().map_err(Error::io(&cargo))?;
+    let status = build.status().map_err(Error::io("cargo"))?;
     let bin = profile_dir.join("kfop-operator");
     if status.success() && bin.is_file() {
         Ok(bin)

@@ -12,6 +12,7 @@
 pub mod admission;
 mod assets;
 mod build_progress;
+pub mod cargo;
 pub mod crds;
 mod env;
 mod error;

@@ -1,6 +1,5 @@
 //! `kfop new` and `kfop gen`: the IO around [`crate::generate`].
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use clap::Args;
 
@@ -347,7 +346,7 @@ pub fn gen_crate(args: &GenArgs) -> Result<GenReport, CodegenError> {
 
 /// Builds the crate and writes `deploy/crd.yaml` from its `crd` command, if it changed.
 fn write_crd(dir: &Path) -> Result<(), CodegenError> {
-    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
+    let out = kfop_testenv::cargo::command()
         .args(["run", "--quiet", "--manifest-path"])
         .arg(dir.join("Cargo.toml"))
         .args(["--", "crd"])
