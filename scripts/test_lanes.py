@@ -11,8 +11,8 @@ the end. Exit status: 0 when every target passed.
 Usage: test_lanes.py [LANES]   (default: $KFOP_TEST_LANES or 2)
 """
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 import tempfile
