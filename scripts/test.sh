@@ -7,9 +7,9 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
 
-# The Go builds (control plane, Kubeflow's operators, Kueue, Helm, kustomize: about 30 minutes on
-# two cores with a cold cache, nothing with a warm one) run beside the Rust build below, which
-# leaves a core idle while it links; their log is printed when they are waited for.
+# The Go builds (control plane, Kubeflow's operators, Kueue, Helm, kustomize, crane: about 30
+# minutes on two cores with a cold cache, nothing with a warm one) run beside the Rust build
+# below, which leaves a core idle while it links; their log is printed when they are waited for.
 go_log=$(mktemp)
 trap 'rm -f "$go_log"' EXIT
 go_builds() {
@@ -23,9 +23,11 @@ go_builds() {
   testenv/peers/build.sh mpi-operator-v0.6.0
   testenv/peers/build.sh kueue-v0.17.0   # the kueue test runs it next to kfop
 
-  step "Helm and kustomize (the install test renders the chart and the overlays with them)"
+  # The install test renders the chart and the overlays, and packs and reads back the image.
+  step "Helm, kustomize and crane"
   testenv/tools/build.sh helm
   testenv/tools/build.sh kustomize
+  testenv/tools/build.sh crane
 }
 go_builds >"$go_log" 2>&1 &
 go_pid=$!
