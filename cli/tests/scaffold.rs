@@ -306,14 +306,56 @@ fn dependency_lines(cargo_toml: &str) -> Vec<&str> {
         .collect()
 }
 
+/// `kfop` as a user runs it, from a directory outside the checkout.
+fn run_kfop(dir: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_kfop"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_kfop_built_from_a_checkout_scaffolds_against_it_by_default() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run_kfop(tmp.path(), &["new", "--framework", "bar", "--no-crd"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let cargo_toml = std::fs::read_to_string(tmp.path().join("bar-operator/Cargo.toml")).unwrap();
+    for line in dependency_lines(&cargo_toml) {
+        assert!(!line.contains("path"), "{line}");
+    }
+    // Every kfop crate the build pulls in, kfop-runtime's own dependencies included.
+    let checkout = std::fs::canonicalize(Path::new(env!("CARGO_MANIFEST_DIR")).join("..")).unwrap();
+    let patch = cargo_toml.split("[patch.crates-io]\n").nth(1).unwrap();
+    assert_eq!(
+        patch.trim_end(),
+        [
+            ("kfop-runtime", "runtime"),
+            ("kfop-derive", "derive"),
+            ("kfop-crd-rules", "crd-rules"),
+            ("kfop-testenv", "testenv")
+        ]
+        .map(|(c, folder)| format!("{c} = {{ path = \"{}/{folder}\" }}", checkout.display()))
+        .join("\n")
+    );
+}
+
 #[test]
 fn an_installed_kfop_scaffolds_against_the_registry_from_anywhere() {
+    // `registry` is what an installed kfop (no checkout) picks by itself; the workspace's
+    // tests/scaffold.rs installs one and builds its scaffold.
     let tmp = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kfop"))
-        .args(["new", "--framework", "bar", "--no-crd"])
-        .current_dir(tmp.path())
-        .output()
-        .unwrap();
+    let out = run_kfop(
+        tmp.path(),
+        &[
+            "new",
+            "--framework",
+            "bar",
+            "--no-crd",
+            "--kfop-source",
+            "registry",
+        ],
+    );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let dir = tmp.path().join("bar-operator");
     let cargo_toml = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
@@ -334,9 +376,36 @@ fn an_installed_kfop_scaffolds_against_the_registry_from_anywhere() {
         "tests/operator.rs",
         "deploy/rbac.yaml",
         "README.md",
+        "Cargo.lock",
     ] {
         assert!(dir.join(file).is_file(), "{file}");
     }
+}
+
+#[test]
+fn kfop_crates_missing_from_the_registry_are_one_line_naming_the_fix() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Offline, cargo answers from its local index cache, which has no kfop crate: the same
+    // answer as the registry before kfop is published, with no network.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kfop"))
+        .args(["new", "--framework", "bar", "--kfop-source", "registry"])
+        .current_dir(tmp.path())
+        .env("CARGO_NET_OFFLINE", "true")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "kfop: kfop-runtime {} is not on the crate registry: pass --kfop-source \
+             path=<a kfop checkout> or git=<url>\n",
+            env!("CARGO_PKG_VERSION")
+        )
+    );
+    assert!(
+        !tmp.path().join("bar-operator").exists(),
+        "the failed scaffold is not left in the way of the rerun"
+    );
 }
 
 #[test]
@@ -381,6 +450,6 @@ fn checkout_and_git_sources_are_one_patch_section_and_members_use_paths() {
     assert!(
         bad.unwrap_err()
             .to_string()
-            .contains("use `registry`, `path=DIR` (a kfop checkout) or `git=URL`")
+            .contains("use `auto`, `registry`, `path=DIR` (a kfop checkout) or `git=URL`")
     );
 }

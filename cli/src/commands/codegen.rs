@@ -36,6 +36,14 @@ pub enum CodegenError {
     Stale(Vec<String>),
     #[error("`cargo run -- crd` failed in {dir}: {message}")]
     Crd { dir: PathBuf, message: String },
+    /// The scaffold asks the registry for a kfop crate that is not published there (yet): one
+    /// line saying what to do instead of cargo's resolver output.
+    #[error("{package} {version} is not on the crate registry: {fix}")]
+    NotOnRegistry {
+        package: String,
+        version: &'static str,
+        fix: &'static str,
+    },
     #[error(transparent)]
     Cluster(#[from] kfop_testenv::Error),
 }
@@ -70,10 +78,11 @@ pub struct NewArgs {
     /// The API group of the new job kind (default: `<framework>.example.com`)
     #[arg(long)]
     group: Option<String>,
-    /// Where the kfop crates come from: `registry` (the released versions), `path=DIR` (a kfop
-    /// checkout) or `git=URL`; the last two are written as a `[patch.crates-io]` section. A crate
-    /// created inside a kfop checkout uses path dependencies into it
-    #[arg(long, default_value = "registry", value_parser = parse_source)]
+    /// Where the kfop crates come from: `auto` (the kfop checkout this kfop was built from, if it
+    /// is still there, else the registry), `registry` (the released versions), `path=DIR` (a kfop
+    /// checkout) or `git=URL`; a checkout or git URL is written as a `[patch.crates-io]` section.
+    /// A crate created inside a kfop checkout uses path dependencies into it
+    #[arg(long, default_value = "auto", value_parser = parse_source)]
     kfop_source: SourceArg,
     #[command(flatten)]
     common: CommonArgs,
@@ -82,6 +91,8 @@ pub struct NewArgs {
 /// `--kfop-source` as given.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SourceArg {
+    /// The checkout this binary was built from while it exists, else the registry.
+    Auto,
     Registry,
     Path(PathBuf),
     Git(String),
@@ -89,11 +100,12 @@ pub enum SourceArg {
 
 fn parse_source(text: &str) -> Result<SourceArg, String> {
     match text.split_once('=') {
+        None if text == "auto" => Ok(SourceArg::Auto),
         None if text == "registry" => Ok(SourceArg::Registry),
         Some(("path", dir)) if !dir.is_empty() => Ok(SourceArg::Path(PathBuf::from(dir))),
         Some(("git", url)) if !url.is_empty() => Ok(SourceArg::Git(url.to_owned())),
         _ => Err(format!(
-            "`{text}`: use `registry`, `path=DIR` (a kfop checkout) or `git=URL`"
+            "`{text}`: use `auto`, `registry`, `path=DIR` (a kfop checkout) or `git=URL`"
         )),
     }
 }
@@ -128,11 +140,17 @@ fn source_root() -> Option<PathBuf> {
 }
 
 /// Where the crate in `dir` gets the kfop crates: a crate inside a kfop checkout is a member of
-/// its workspace (relative path dependencies); otherwise as `--kfop-source` says.
+/// its workspace (relative path dependencies); otherwise as `--kfop-source` says, `auto` being
+/// the checkout this binary was built from or, installed without one, the registry.
 fn source(dir: &Path, arg: &SourceArg) -> KfopSource {
     let checkout = match arg {
         SourceArg::Path(root) => Some(root.clone()),
         _ => source_root(),
+    };
+    let arg = match (arg, &checkout) {
+        (SourceArg::Auto, Some(root)) => SourceArg::Path(root.clone()),
+        (SourceArg::Auto, None) => SourceArg::Registry,
+        _ => arg.clone(),
     };
     if let Some(root) = &checkout
         && let Some(up) = relative(dir, root)
@@ -141,14 +159,11 @@ fn source(dir: &Path, arg: &SourceArg) -> KfopSource {
         return KfopSource::Member(up.display().to_string());
     }
     match arg {
-        SourceArg::Registry => KfopSource::Registry,
-        SourceArg::Path(root) => KfopSource::Path(
-            std::fs::canonicalize(root)
-                .unwrap_or_else(|_| root.clone())
-                .display()
-                .to_string(),
-        ),
-        SourceArg::Git(url) => KfopSource::Git(url.clone()),
+        SourceArg::Auto | SourceArg::Registry => KfopSource::Registry,
+        SourceArg::Path(root) => {
+            KfopSource::Path(std::fs::canonicalize(&root).unwrap_or(root).display().to_string())
+        }
+        SourceArg::Git(url) => KfopSource::Git(url),
     }
 }
 
@@ -235,6 +250,7 @@ pub fn new(args: &NewArgs) -> Result<Created, CodegenError> {
         })
     });
     check_target(args, &dir)?;
+    let existed = dir.exists();
     let manifest_path = dir.join(FILE_NAME);
     let text = match &args.manifest {
         Some(path) => std::fs::read_to_string(path).map_err(io(path))?,
@@ -262,24 +278,28 @@ pub fn new(args: &NewArgs) -> Result<Created, CodegenError> {
     if args.no_code {
         return Ok(Created::Manifest(manifest_path));
     }
-    let files = generate::render(&model, &source(&dir, &args.kfop_source))?;
+    let source = source(&dir, &args.kfop_source);
+    let files = generate::render(&model, &source)?;
     for file in &files {
         write(&dir, file)?;
     }
     let lock = dir.join(LOCK_FILE);
     std::fs::write(&lock, Lock::of(&files).to_text()).map_err(io(&lock))?;
-    // Start from the dependency versions kfop itself is built and tested with (the scaffold's
-    // Cargo.lock is the user's from then on).
-    // A crate inside the kfop tree is a workspace member and uses the workspace's lock.
+    // Start from the dependency versions this kfop was built and tested with (the scaffold's
+    // Cargo.lock is the user's from then on). A crate inside the kfop tree is a workspace member
+    // and uses the workspace's lock.
     let cargo_lock = dir.join("Cargo.lock");
-    let member = matches!(source(&dir, &args.kfop_source), KfopSource::Member(_));
-    if let Some(root) = source_root().filter(|_| !member && !cargo_lock.exists())
-        && std::fs::copy(root.join("Cargo.lock"), &cargo_lock).is_err()
-    {
-        tracing::debug!("no Cargo.lock in the kfop source to start from");
+    if !matches!(source, KfopSource::Member(_)) && !CARGO_LOCK.is_empty() && !cargo_lock.exists() {
+        std::fs::write(&cargo_lock, CARGO_LOCK).map_err(io(&cargo_lock))?;
     }
-    if !args.common.no_crd {
-        write_crd(&dir)?;
+    if !args.common.no_crd
+        && let Err(e) = write_crd(&dir, "pass --kfop-source path=<a kfop checkout> or git=<url>")
+    {
+        // The error asks for a rerun with another source: leave nothing in its way.
+        if matches!(e, CodegenError::NotOnRegistry { .. }) && !existed {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        return Err(e);
     }
     Ok(Created::Crate(dir))
 }
@@ -339,13 +359,33 @@ pub fn gen_crate(args: &GenArgs) -> Result<GenReport, CodegenError> {
         std::fs::write(&lock_path, new_lock.to_text()).map_err(io(&lock_path))?;
     }
     if !args.common.no_crd {
-        write_crd(dir)?;
+        write_crd(
+            dir,
+            "add a `[patch.crates-io]` section naming a kfop checkout or git URL to Cargo.toml",
+        )?;
     }
     Ok(report)
 }
 
-/// Builds the crate and writes `deploy/crd.yaml` from its `crd` command, if it changed.
-fn write_crd(dir: &Path) -> Result<(), CodegenError> {
+/// The Cargo.lock this kfop was built with (its package's, or its checkout's; empty if it had
+/// none), embedded so an installed kfop needs no checkout to start a scaffold from it.
+const CARGO_LOCK: &str = include_str!(concat!(env!("OUT_DIR"), "/Cargo.lock"));
+
+/// The kfop crate a failed build asked the registry for and did not get (cargo's resolver
+/// errors for a missing package, or for one without a matching version).
+fn missing_kfop_crate(stderr: &str) -> Option<&str> {
+    stderr.lines().find_map(|line| {
+        let (_, rest) = line
+            .split_once("no matching package named `")
+            .or_else(|| line.split_once("failed to select a version for the requirement `"))?;
+        let name = rest.split(['`', ' ']).next()?;
+        name.starts_with("kfop-").then_some(name)
+    })
+}
+
+/// Builds the crate and writes `deploy/crd.yaml` from its `crd` command, if it changed. `fix`
+/// says what to do when the build finds a kfop crate missing from the registry.
+fn write_crd(dir: &Path, fix: &'static str) -> Result<(), CodegenError> {
     let out = kfop_testenv::cargo::command()
         .args(["run", "--quiet", "--manifest-path"])
         .arg(dir.join("Cargo.toml"))
@@ -357,6 +397,13 @@ fn write_crd(dir: &Path) -> Result<(), CodegenError> {
         })?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
+        if let Some(package) = missing_kfop_crate(&stderr) {
+            return Err(CodegenError::NotOnRegistry {
+                package: package.to_owned(),
+                version: generate::VERSION,
+                fix,
+            });
+        }
         let tail: Vec<&str> = stderr.lines().rev().take(20).collect();
         let message = tail.into_iter().rev().collect::<Vec<_>>().join("\n");
         return Err(CodegenError::Crd {
@@ -454,5 +501,72 @@ mod tests {
             assert_eq!(err.kind(), clap::error::ErrorKind::ArgumentConflict, "{extra:?}");
             assert!(err.to_string().contains(extra[0]), "{err}");
         }
+    }
+
+    #[test]
+    fn the_default_source_is_auto() {
+        let args = parse_new(&["--framework", "foo"]).unwrap();
+        assert_eq!(args.kfop_source, SourceArg::Auto);
+        assert_eq!(parse_source("registry"), Ok(SourceArg::Registry));
+        assert!(
+            parse_source("crates")
+                .unwrap_err()
+                .contains("use `auto`, `registry`")
+        );
+    }
+
+    #[test]
+    fn auto_is_the_checkout_this_kfop_was_built_from_while_it_exists() {
+        // Unit tests run from the checkout, so it exists.
+        let root = std::fs::canonicalize(source_root().unwrap()).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        assert_eq!(
+            source(tmp.path(), &SourceArg::Auto),
+            KfopSource::Path(root.display().to_string())
+        );
+        assert_eq!(source(tmp.path(), &SourceArg::Registry), KfopSource::Registry);
+        let member = root.join("examples/jax");
+        assert_eq!(
+            source(&member, &SourceArg::Auto),
+            KfopSource::Member("../..".into()),
+            "a crate inside the checkout is a member"
+        );
+    }
+
+    #[test]
+    fn a_kfop_crate_missing_from_the_registry_is_recognised() {
+        let missing = "    Updating crates.io index\n\
+                       error: no matching package named `kfop-runtime` found\n\
+                       location searched: crates.io index\n\
+                       required by package `foo-operator v0.1.0 (/tmp/foo-operator)`\n";
+        assert_eq!(missing_kfop_crate(missing), Some("kfop-runtime"));
+        let other_version = "error: failed to select a version for the requirement \
+                             `kfop-testenv = \"^0.1\"`\ncandidate versions found which didn't match: 0.0.1\n";
+        assert_eq!(missing_kfop_crate(other_version), Some("kfop-testenv"));
+        // Anything else is cargo's own error, shown as it is.
+        assert_eq!(
+            missing_kfop_crate("error: no matching package named `tokio` found\n"),
+            None
+        );
+        assert_eq!(missing_kfop_crate("error[E0425]: cannot find value `x`\n"), None);
+        let err = CodegenError::NotOnRegistry {
+            package: "kfop-runtime".into(),
+            version: "0.1.0",
+            fix: "pass --kfop-source path=<a kfop checkout> or git=<url>",
+        };
+        assert_eq!(
+            err.to_string(),
+            "kfop-runtime 0.1.0 is not on the crate registry: pass --kfop-source \
+             path=<a kfop checkout> or git=<url>"
+        );
+    }
+
+    #[test]
+    fn the_embedded_lock_is_the_checkouts() {
+        let root = source_root().unwrap();
+        assert_eq!(
+            Some(CARGO_LOCK),
+            std::fs::read_to_string(root.join("Cargo.lock")).ok().as_deref()
+        );
     }
 }
