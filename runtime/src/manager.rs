@@ -159,6 +159,16 @@ impl Manager {
         self
     }
 
+    /// Fails when this manager serves no conversion webhook while a CRD it converts names one
+    /// that nothing serves (see [`crate::webhook::unserved`]); in-process managers of tests
+    /// and the demo install their CRDs without conversion and skip this.
+    pub async fn ensure_conversion_served(&self) -> Result<()> {
+        if self.config.webhook.is_some() || self.converters.is_empty() {
+            return Ok(());
+        }
+        Ok(crate::webhook::unserved::ensure_served(&self.client, &self.converters).await?)
+    }
+
     /// Runs until `shutdown` resolves (then stops gracefully) or a controller fails.
     pub async fn run(self, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> Result<()> {
         let (ready_tx, ready_rx) = watch::channel(false);

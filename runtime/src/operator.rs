@@ -177,6 +177,7 @@ pub async fn run(
         source: Box::new(e),
     })?;
     let manager = register(Manager::new(client, args.manager_config(reporter)));
+    manager.ensure_conversion_served().await?;
     manager.run(shutdown_signal()).await
 }
 

@@ -21,6 +21,7 @@ pub mod certs;
 pub mod conversion;
 pub mod rotation;
 pub mod store;
+pub mod unserved;
 
 pub use conversion::{Converter, Converters};
 pub use rotation::Policy;
@@ -45,6 +46,13 @@ pub enum WebhookError {
         addr: SocketAddr,
         source: std::io::Error,
     },
+    #[error(
+        "the CRD {crd} converts between its versions through the webhook at {target}, which nothing \
+         serves: out of cluster, pass --webhook-url=https://<host:port the API server reaches> (and \
+         --webhook-bind-address to listen there), or install the CRD without conversion \
+         (`kfop-operator crds --without-conversion`)"
+    )]
+    Unserved { crd: String, target: String },
 }
 
 /// Where the webhook listens, and how its certificates are kept.
