@@ -18,9 +18,24 @@ pub fn all(enabled: &BTreeSet<Scheme>) -> Vec<CustomResourceDefinition> {
     enabled.iter().map(|s| of(*s)).chain([Framework::crd()]).collect()
 }
 
+/// [`all`], but MPIJob in `v2beta1` alone with no conversion webhook: for an operator run out
+/// of cluster that serves no webhook (a CRD naming an absent webhook fails every `v1` request).
+pub fn all_without_conversion(enabled: &BTreeSet<Scheme>) -> Vec<CustomResourceDefinition> {
+    enabled
+        .iter()
+        .map(|s| s.crd_without_conversion())
+        .chain([Framework::crd()])
+        .collect()
+}
+
 /// [`all`] as one multi-document YAML stream.
 pub fn yaml(enabled: &BTreeSet<Scheme>) -> kfop_runtime::Result<String> {
-    let docs = all(enabled)
+    to_yaml(&all(enabled))
+}
+
+/// CRDs as one multi-document YAML stream.
+pub fn to_yaml(crds: &[CustomResourceDefinition]) -> kfop_runtime::Result<String> {
+    let docs = crds
         .iter()
         .map(kfop_runtime::crd_yaml)
         .collect::<Result<Vec<_>, _>>()?;

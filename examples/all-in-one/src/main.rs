@@ -3,6 +3,7 @@
 //!
 //! * `kfop-operator [--enable-scheme KIND]... [flags]` runs it against `$KUBECONFIG`/in-cluster;
 //! * `kfop-operator crds` prints every CRD;
+//! * `kfop-operator check` tells whether a cluster is ready for the operator;
 //! * `kfop-operator deploy` prints everything to install it (CRDs, RBAC, a Deployment).
 //!
 //! The demo (a local control plane, one sample job per framework driven to Succeeded) is the
@@ -10,7 +11,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use kfop_operator::{Flags, crds, deploy, load_frameworks, register, say, schemes};
+use kfop_operator::{Flags, check, crds, deploy, load_frameworks, register, say, schemes};
 use kfop_runtime::operator::run;
 
 #[derive(Debug, Parser)]
@@ -33,9 +34,30 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Print the CustomResourceDefinitions of the enabled kinds as YAML
-    Crds,
+    Crds {
+        /// MPIJob in v2beta1 alone, with no conversion webhook: for an operator run out of
+        /// cluster without --webhook-url
+        #[arg(long)]
+        without_conversion: bool,
+    },
+    /// Tell whether the cluster of $KUBECONFIG (or in-cluster) is ready for the operator: its
+    /// CRDs, the conversion webhook, RBAC and no Kubeflow operator running the same kinds; one
+    /// line per check, exit code 0 only when all pass
+    Check(CheckArgs),
     /// Print everything to install the operator: CRDs, RBAC, a non-root Deployment
     Deploy,
+}
+
+#[derive(Debug, clap::Args)]
+struct CheckArgs {
+    /// Check RBAC as this user, e.g. system:serviceaccount:kubeflow:kfop-operator (the other
+    /// checks run as yourself)
+    #[arg(long = "as")]
+    as_user: Option<String>,
+    /// The namespace the operator watches (default: all); the dry-run MPIJob goes there (else
+    /// to `default`)
+    #[arg(long)]
+    namespace: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -53,9 +75,17 @@ async fn operator_main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        Some(Command::Crds) => crds::yaml(&enabled)
-            .map(|text| say(text.trim_end()))
-            .map_err(|e| e.to_string()),
+        Some(Command::Crds { without_conversion }) => {
+            let crds = if without_conversion {
+                crds::all_without_conversion(&enabled)
+            } else {
+                crds::all(&enabled)
+            };
+            crds::to_yaml(&crds)
+                .map(|text| say(text.trim_end()))
+                .map_err(|e| e.to_string())
+        }
+        Some(Command::Check(args)) => return check_cluster(&args, &enabled).await,
         Some(Command::Deploy) => deploy::manifests(&enabled)
             .map(|text| say(text.trim_end()))
             .map_err(|e| e.to_string()),
@@ -76,4 +106,49 @@ async fn operator_main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `check`: prints one line per check; exit code 0 only when every check passed.
+async fn check_cluster(args: &CheckArgs, enabled: &std::collections::BTreeSet<schemes::Scheme>) -> ExitCode {
+    let target = match check_target(args).await {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("kfop-operator check: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match check::run(&target, enabled).await {
+        Ok(report) => {
+            for line in report.lines() {
+                say(&line);
+            }
+            if report.findings.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                say(&format!("{} of the checks failed", report.findings.len()));
+                ExitCode::FAILURE
+            }
+        }
+        Err(e) => {
+            eprintln!("kfop-operator check: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The clients of `check`: one as the caller, one as `--as` for the access reviews.
+async fn check_target(args: &CheckArgs) -> Result<check::Target, String> {
+    use kfop_runtime::kube::{Client, Config};
+    let config = Config::infer().await.map_err(|e| format!("no cluster: {e}"))?;
+    let mut reviewer = config.clone();
+    if let Some(user) = &args.as_user {
+        reviewer.auth_info.impersonate = Some(user.clone());
+    }
+    let client = Client::try_from(config).map_err(|e| e.to_string())?;
+    let reviewer = Client::try_from(reviewer).map_err(|e| e.to_string())?;
+    Ok(check::Target {
+        client,
+        reviewer,
+        namespace: args.namespace.clone(),
+    })
 }
