@@ -5,11 +5,19 @@
 //! then the operator runs out of cluster with the installed Deployment's args and env,
 //! impersonating the installed ServiceAccount (two replicas, one leading), through one job of
 //! each kind to Succeeded with no forbidden (403) response in its `kfop_client_requests_total`.
-use std::collections::BTreeMap;
+//!
+//! The chart's replicas run from the operator's image, not from `target/`: `scripts/image.sh
+//! --debug` packs the binary this test was built with, crane unpacks the archive into a fresh
+//! root, and each replica is that root's dynamic loader running that root's binary with that
+//! root's libraries. The image's config and layers are read back through crane's registry on a
+//! loopback port, and the chart rendered for the pushed reference runs exactly that image.
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use kfop_operator::deploy::{self, flags};
@@ -521,7 +529,7 @@ struct Replica {
 }
 
 impl Replica {
-    fn start(install: &Install, kubeconfig: &Path, pod: &str, dir: &Path) -> Self {
+    fn start(operator: &Operator, install: &Install, kubeconfig: &Path, pod: &str, dir: &Path) -> Self {
         let addr = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -547,7 +555,8 @@ impl Replica {
         args.push(format!("--webhook-url=https://{webhook}"));
         let log = dir.join(format!("{pod}.log"));
         let file = std::fs::File::create(&log).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_kfop-operator"))
+        let child = operator
+            .command()
             .args(&args)
             .env("KUBECONFIG", kubeconfig)
             .env("MY_POD_NAMESPACE", &install.namespace)
@@ -620,7 +629,7 @@ struct Measured {
 
 /// Applies `install`, runs its two replicas as its ServiceAccount and one job of each kind to
 /// Succeeded; returns the replicas' request counts.
-async fn install_and_run(env: &TestEnv, install: &Install, dir: &Path) -> Measured {
+async fn install_and_run(env: &TestEnv, install: &Install, operator: &Operator, dir: &Path) -> Measured {
     let started = Instant::now();
     let admin = env.client().await.unwrap();
     apply(&admin, install).await;
@@ -648,6 +657,7 @@ async fn install_and_run(env: &TestEnv, install: &Install, dir: &Path) -> Measur
     let replicas: Vec<Replica> = (0..2)
         .map(|i| {
             Replica::start(
+                operator,
                 install,
                 &kubeconfig,
                 &format!("kfop-operator-{}-{i}", install.what),
@@ -801,11 +811,21 @@ async fn chart_and_overlays_install_and_run_every_kind_without_a_forbidden_respo
         ),
         check("kubeflow", kustomize_build(&overlay("kubeflow")), "kubeflow"),
     ];
+    // The chart's replicas run from the image (as a cluster would run the chart); the overlays'
+    // from the binary cargo built, the same code.
+    let from_image = image().operator();
+    let from_cargo = Operator::cargo();
     for install in &installs {
-        let measured = install_and_run(env, install, &dir).await;
+        let operator = if install.what == "helm" {
+            &from_image
+        } else {
+            &from_cargo
+        };
+        let measured = install_and_run(env, install, operator, &dir).await;
         eprintln!(
-            "{}: {} objects applied, 7 jobs Succeeded, {} requests, {} forbidden, in {:?}",
+            "{} ({}): {} objects applied, 8 jobs Succeeded, {} requests, {} forbidden, in {:?}",
             install.what,
+            operator.what,
             install.docs.len(),
             measured.requests,
             measured.forbidden,
@@ -815,4 +835,326 @@ async fn chart_and_overlays_install_and_run_every_kind_without_a_forbidden_respo
         assert_eq!(measured.forbidden, 0.0, "{}: forbidden responses", install.what);
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// How a replica's process starts: a program and the arguments before the operator's own.
+#[derive(Debug)]
+struct Operator {
+    what: &'static str,
+    program: PathBuf,
+    leading: Vec<OsString>,
+    /// Only the variables the replica sets (a container starts with the Deployment's env alone).
+    clear_env: bool,
+}
+
+impl Operator {
+    fn cargo() -> Self {
+        Self {
+            what: "cargo's binary",
+            program: PathBuf::from(env!("CARGO_BIN_EXE_kfop-operator")),
+            leading: Vec::new(),
+            clear_env: false,
+        }
+    }
+
+    fn command(&self) -> Command {
+        let mut command = Command::new(&self.program);
+        command.args(&self.leading);
+        if self.clear_env {
+            command.env_clear();
+        }
+        command
+    }
+}
+
+/// The image `scripts/image.sh --debug` packs from the binary this test runs, and its files as
+/// `crane export` unpacks them into a fresh root.
+#[derive(Debug)]
+struct Image {
+    archive: PathBuf,
+    root: PathBuf,
+    /// Every file of the root, by its path in the image (`/kfop-operator`, ...).
+    files: BTreeSet<String>,
+    version: String,
+    packed_in: Duration,
+}
+
+/// Packed and unpacked once per test process (both tests use it).
+fn image() -> &'static Image {
+    static IMAGE: OnceLock<Image> = OnceLock::new();
+    IMAGE.get_or_init(|| {
+        let started = Instant::now();
+        let dir = std::env::temp_dir().join(format!("kfop-image-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let archive = dir.join("kfop-operator.tar");
+        let script = repo_root().join("scripts/image.sh");
+        let out = run(
+            Path::new("bash"),
+            &[
+                script.to_str().unwrap(),
+                "--debug",
+                "--out",
+                archive.to_str().unwrap(),
+            ],
+        );
+        let last = out.lines().last().unwrap_or_default();
+        assert_eq!(Path::new(last), archive, "image.sh's last line: {out}");
+        let packed_in = started.elapsed();
+
+        // `crane export - OUT` reads the archive from stdin and writes the image's filesystem.
+        let flat = dir.join("rootfs.tar");
+        let status = Command::new(tool("crane"))
+            .args(["export", "-", flat.to_str().unwrap()])
+            .stdin(std::fs::File::open(&archive).unwrap())
+            .status()
+            .unwrap();
+        assert!(status.success(), "crane export: {status}");
+        let root = dir.join("root");
+        std::fs::create_dir_all(&root).unwrap();
+        run(
+            Path::new("tar"),
+            &["-xf", flat.to_str().unwrap(), "-C", root.to_str().unwrap()],
+        );
+        let files = files_under(&root, &root);
+        // What the image runs is the binary this test was built with, not an older one.
+        let packed = std::fs::read(root.join("kfop-operator")).unwrap();
+        let built = std::fs::read(env!("CARGO_BIN_EXE_kfop-operator")).unwrap();
+        assert!(
+            packed == built,
+            "the image holds another binary than {}",
+            env!("CARGO_BIN_EXE_kfop-operator")
+        );
+        Image {
+            archive,
+            root,
+            files,
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            packed_in,
+        }
+    })
+}
+
+/// The files under `dir` (recursively), as absolute paths inside `root`.
+fn files_under(root: &Path, dir: &Path) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(files_under(root, &path));
+        } else {
+            out.insert(format!("/{}", path.strip_prefix(root).unwrap().display()));
+        }
+    }
+    out
+}
+
+impl Image {
+    /// The image's dynamic loader (`/lib64/ld-linux-x86-64.so.2` on x86_64).
+    fn loader(&self) -> &str {
+        let mut loaders = self.files.iter().filter(|f| {
+            Path::new(f.as_str())
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("ld-linux"))
+        });
+        let loader = loaders
+            .next()
+            .unwrap_or_else(|| panic!("no loader in {:?}", self.files));
+        assert!(loaders.next().is_none(), "two loaders in {:?}", self.files);
+        loader
+    }
+
+    /// The replica as the image runs it: the image's loader with only the image's library
+    /// folders, on the image's binary.
+    fn operator(&self) -> Operator {
+        let loader = self.loader();
+        let dirs: BTreeSet<&Path> = self
+            .files
+            .iter()
+            .filter(|f| f.contains(".so") && f.as_str() != loader)
+            .filter_map(|f| Path::new(f.as_str()).parent())
+            .collect();
+        let library_path: Vec<String> = dirs
+            .iter()
+            .map(|d| self.root.join(d.strip_prefix("/").unwrap()).display().to_string())
+            .collect();
+        Operator {
+            what: "the image's files",
+            program: self.root.join(loader.trim_start_matches('/')),
+            leading: vec![
+                "--library-path".into(),
+                library_path.join(":").into(),
+                self.root.join("kfop-operator").into(),
+            ],
+            clear_env: true,
+        }
+    }
+}
+
+/// crane's registry on a free loopback port, for crane's remote-only commands (push, config,
+/// manifest). Stopped when dropped.
+struct Registry {
+    child: Child,
+    host: String,
+}
+
+impl Registry {
+    fn start() -> Self {
+        let addr = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let child = Command::new(tool("crane"))
+            .args(["registry", "serve", "--address", &addr.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "crane registry on {addr} never listened"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Self {
+            child,
+            host: addr.to_string(),
+        }
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Every container and init container image of every pod template in `docs`.
+fn container_images(docs: &[Value]) -> Vec<String> {
+    let mut images = Vec::new();
+    for doc in docs {
+        let spec = &doc["spec"]["template"]["spec"];
+        for list in ["initContainers", "containers"] {
+            for container in spec[list].as_array().into_iter().flatten() {
+                images.push(container["image"].as_str().unwrap_or_default().to_owned());
+            }
+        }
+    }
+    images
+}
+
+/// The image holds the binary and exactly the libraries it loads, in one layer, runs as
+/// 65532:65532 with entrypoint /kfop-operator and the OCI labels; the Dockerfile labels the
+/// same; the chart runs exactly the image it is given. (The plane test runs its replicas.)
+#[test]
+fn image_holds_the_operator_and_its_libraries_and_the_chart_runs_it() {
+    let image = image();
+    let crane = tool("crane");
+    let version = image.version.as_str();
+
+    // The binary, its loader and the libraries the loader resolves for it in the image: libc,
+    // libm and libgcc_s. Nothing else, no shell.
+    let loader = image.loader();
+    assert!(image.files.contains("/kfop-operator"), "{:?}", image.files);
+    let names: BTreeSet<String> = image
+        .files
+        .iter()
+        .filter(|f| f.as_str() != "/kfop-operator" && f.as_str() != loader)
+        .map(|f| Path::new(f).file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    for needed in ["libc.so.6", "libm.so.6", "libgcc_s.so.1"] {
+        assert!(names.contains(needed), "{needed} missing: {:?}", image.files);
+    }
+    let ldd = run(Path::new("ldd"), &[env!("CARGO_BIN_EXE_kfop-operator")]);
+    for name in &names {
+        assert!(
+            ldd.contains(name.as_str()),
+            "{name} is in the image, not in ldd's\n{ldd}"
+        );
+    }
+    assert!(
+        !image.files.iter().any(|f| f.ends_with("/sh")),
+        "{:?}",
+        image.files
+    );
+    // The image's own loader and libraries run the image's binary (no file of the host's).
+    let operator = image.operator();
+    let help = operator.command().arg("--help").output().unwrap();
+    assert!(
+        help.status.success() && String::from_utf8_lossy(&help.stdout).contains("--enable-scheme"),
+        "{operator:?} --help: {help:?}"
+    );
+
+    // Through crane's registry, as `crane push` documents it in scripts/image.sh.
+    let registry = Registry::start();
+    let repository = format!("{}/kfop-operator", registry.host);
+    let tag = format!("{version}-test");
+    let reference = format!("{repository}:{tag}");
+    run(&crane, &["push", image.archive.to_str().unwrap(), &reference]);
+    let config: Value = serde_json::from_str(&run(&crane, &["config", &reference])).unwrap();
+    let manifest: Value = serde_json::from_str(&run(&crane, &["manifest", &reference])).unwrap();
+    let layers = manifest["layers"].as_array().unwrap();
+    assert_eq!(layers.len(), 1, "one layer: {manifest}");
+    let compressed = layers[0]["size"].as_u64().unwrap();
+    let archive = std::fs::metadata(&image.archive).unwrap().len();
+    eprintln!(
+        "image (debug binary): {compressed} bytes compressed ({:.1} MiB), archive {archive} \
+         bytes, {} files, packed in {:?}",
+        compressed as f64 / 1048576.0,
+        image.files.len(),
+        image.packed_in
+    );
+    let runs = &config["config"];
+    assert_eq!(runs["User"], "65532:65532", "{config}");
+    assert_eq!(runs["Entrypoint"], json!(["/kfop-operator"]), "{config}");
+    assert!(runs["Cmd"].is_null(), "{config}");
+    assert_eq!(config["os"], "linux", "{config}");
+    let labels = &runs["Labels"];
+    assert_eq!(labels["org.opencontainers.image.version"], version, "{config}");
+    assert_eq!(
+        labels["org.opencontainers.image.title"], "kfop-operator",
+        "{config}"
+    );
+    let head = run(
+        Path::new("git"),
+        &["-C", repo_root().to_str().unwrap(), "rev-parse", "HEAD"],
+    );
+    assert_eq!(
+        labels["org.opencontainers.image.revision"],
+        head.trim(),
+        "{config}"
+    );
+    let source = labels["org.opencontainers.image.source"].as_str().unwrap();
+    assert!(source.starts_with("https://"), "{config}");
+
+    // The Dockerfile (not buildable here) makes the same image: same user, entrypoint, labels.
+    let dockerfile = std::fs::read_to_string(repo_root().join("Dockerfile")).unwrap();
+    for line in [
+        "FROM scratch".to_owned(),
+        "USER 65532:65532".to_owned(),
+        r#"ENTRYPOINT ["/kfop-operator"]"#.to_owned(),
+        format!("ARG VERSION={version}"),
+        format!(r#"org.opencontainers.image.source="{source}""#),
+        r#"org.opencontainers.image.title="kfop-operator""#.to_owned(),
+        format!(
+            r#"org.opencontainers.image.description="{}""#,
+            labels["org.opencontainers.image.description"].as_str().unwrap()
+        ),
+    ] {
+        assert!(dockerfile.contains(&line), "the Dockerfile lacks {line}");
+    }
+
+    // The chart runs its own version by default, and exactly the image it is given.
+    let default = container_images(&helm_template(&[]));
+    assert_eq!(default, vec![format!("kfop-operator:{version}")]);
+    let set = format!("image.repository={repository},image.tag={tag}");
+    let images = container_images(&helm_template(&["--set", &set]));
+    assert!(!images.is_empty());
+    for found in &images {
+        assert_eq!(found, &reference, "{images:?}");
+    }
 }
