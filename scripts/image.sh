@@ -25,7 +25,8 @@
 # module into ~/.cache/kfop/tools on first use, which needs Go). crane edits an image's config
 # only in a registry, so the script runs crane's own in-memory registry on a loopback port for
 # the few seconds of the build; nothing leaves the machine. The layer is made by GNU tar with
-# fixed owners, modes and times and gzip -n, so the same binary and libraries give the same layer.
+# fixed owners, modes and times and gzip -n, so the same binary and libraries give the same layer
+# (gzip -9 for a release, -1 for --debug).
 # The script prints the compressed size, and the archive's path as its last line.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -109,7 +110,9 @@ done
 mapfile -t top < <(cd "$root" && find . -mindepth 1 -maxdepth 1 -printf '%P\n' | sort)
 tar --create --file="$tmp/layer.tar" --directory="$root" --format=gnu --sort=name \
   --numeric-owner --owner=0 --group=0 --mtime=@0 "${top[@]}"
-gzip -9n "$tmp/layer.tar"
+# Best compression for the release image that is shipped; fastest for --debug, packed per test run.
+if [ "$profile" = release ]; then level=9; else level=1; fi
+gzip "-${level}n" "$tmp/layer.tar"
 layer=$tmp/layer.tar.gz
 
 # crane's registry, on a free loopback port it reports in its log.
