@@ -1,5 +1,5 @@
-//! results.md: the figures of a run as markdown tables, with the issue's targets and whether each
-//! was met.
+//! results.md: the figures of a run as markdown tables, with the targets and whether each was
+//! met.
 use std::fmt::Write;
 
 use crate::results::{Phase, Run};
@@ -355,7 +355,7 @@ fn summary(run: &Run, heading: &str) -> String {
         no_tail(),
     );
 
-    let _ = writeln!(md, "\n{heading} Targets (issue #17)\n");
+    let _ = writeln!(md, "\n{heading} Targets\n");
     let _ = writeln!(md, "| target | measured | result |\n|---|---|---|");
     for t in targets(run) {
         let _ = writeln!(md, "| {} | {} | {} |", t.name, t.measured, t.verdict.cell());
@@ -458,38 +458,40 @@ mod tests {
         assert!(matches!(t[4].verdict, Verdict::NotMeasured(_)));
     }
 
-    /// Where the README shows a run's summary, regenerated from the committed results.
-    const README_BEGIN: &str = "<!-- scale results: generated from bench/results/burst/summary.json by `KFOP_BLESS=1 cargo test -p kfop-bench readme` -->";
-    const README_END: &str = "<!-- end of scale results -->";
+    /// Where docs/benchmarks.md shows a run's summary, regenerated from the committed results.
+    const DOC_BEGIN: &str = "<!-- scale results: generated from bench/results/burst/summary.json by `KFOP_BLESS=1 cargo test -p kfop-bench benchmarks_doc` -->";
+    const DOC_END: &str = "<!-- end of scale results -->";
 
-    /// The README's section for `run`: its workload, figures and targets, between the markers.
-    fn readme_section(run: &Run) -> String {
-        format!("{README_BEGIN}\n{}{README_END}", summary(run, "####"))
+    /// docs/benchmarks.md's section for `run`: its workload, figures and targets, between the
+    /// markers.
+    fn doc_section(run: &Run) -> String {
+        format!("{DOC_BEGIN}\n{}{DOC_END}", summary(run, "####"))
     }
 
-    /// The README's scale section is the committed burst run's, rendered; bless to regenerate.
+    /// docs/benchmarks.md's scale section is the committed burst run's, rendered; bless to
+    /// regenerate.
     #[test]
-    fn readme_shows_the_committed_results() {
+    fn benchmarks_doc_shows_the_committed_results() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
         let json = std::fs::read_to_string(root.join("bench/results/burst/summary.json")).unwrap();
-        let section = readme_section(&serde_json::from_str(&json).unwrap());
-        let path = root.join("README.md");
-        let readme = std::fs::read_to_string(&path).unwrap();
-        let start = readme
-            .find(README_BEGIN)
-            .expect("README has the scale results' start marker");
-        let end = readme
-            .find(README_END)
-            .expect("README has the scale results' end marker")
-            + README_END.len();
+        let section = doc_section(&serde_json::from_str(&json).unwrap());
+        let path = root.join("docs/benchmarks.md");
+        let doc = std::fs::read_to_string(&path).unwrap();
+        let start = doc
+            .find(DOC_BEGIN)
+            .expect("docs/benchmarks.md has the scale results' start marker");
+        let end = doc
+            .find(DOC_END)
+            .expect("docs/benchmarks.md has the scale results' end marker")
+            + DOC_END.len();
         if std::env::var_os("KFOP_BLESS").is_some() {
-            std::fs::write(&path, format!("{}{section}{}", &readme[..start], &readme[end..])).unwrap();
+            std::fs::write(&path, format!("{}{section}{}", &doc[..start], &doc[end..])).unwrap();
             return;
         }
         assert!(
-            readme[start..end] == section,
-            "README's scale results are not bench/results/burst/summary.json's: \
-             run KFOP_BLESS=1 cargo test -p kfop-bench readme\n{section}"
+            doc[start..end] == section,
+            "docs/benchmarks.md's scale results are not bench/results/burst/summary.json's: \
+             run KFOP_BLESS=1 cargo test -p kfop-bench benchmarks_doc\n{section}"
         );
     }
 

@@ -232,7 +232,7 @@ pub struct Run {
 
 impl Run {
     /// The run's figures without its per-job timelines and samples: small enough to commit, and
-    /// what the README's table is rendered from.
+    /// what docs/benchmarks.md's table is rendered from.
     pub fn summary(&self) -> Self {
         let mut run = self.clone();
         let phases = [

@@ -1,7 +1,7 @@
 //! The declared differences (`conformance/allowed-differences.yaml`): where kfop may differ
 //! from Kubeflow and why, each either a deliberate fix or a known kfop bug. The runner fails on
-//! any difference no entry declares; [`AllowedDifferences::readme_section`] renders the file
-//! for the README.
+//! any difference no entry declares; [`AllowedDifferences::doc_section`] renders the file
+//! for docs/compatibility.md.
 use std::path::Path;
 
 use serde::Deserialize;
@@ -94,9 +94,9 @@ pub struct AllowedDifferences {
     pub beyond_the_diff: Vec<Unobserved>,
 }
 
-/// The markers around the README's generated section.
-pub const README_BEGIN: &str = "<!-- generated from conformance/allowed-differences.yaml: begin -->";
-pub const README_END: &str = "<!-- generated from conformance/allowed-differences.yaml: end -->";
+/// The markers around docs/compatibility.md's generated section.
+pub const DOC_BEGIN: &str = "<!-- generated from conformance/allowed-differences.yaml: begin -->";
+pub const DOC_END: &str = "<!-- generated from conformance/allowed-differences.yaml: end -->";
 
 impl AllowedDifferences {
     pub fn load(path: &Path) -> Result<Self> {
@@ -147,10 +147,11 @@ impl AllowedDifferences {
 }
 
 impl AllowedDifferences {
-    /// The README's section: the differences the differential run judged, then those beyond it.
-    pub fn readme_section(&self) -> String {
+    /// docs/compatibility.md's section: the differences the differential run judged, then those
+    /// beyond it.
+    pub fn doc_section(&self) -> String {
         let mut out = format!(
-            "{README_BEGIN}\nJudged against Kubeflow itself, by the differential lifecycle run and the \
+            "{DOC_BEGIN}\nJudged against Kubeflow itself, by the differential lifecycle run and the \
              admission run (each difference they saw, matched by case, field and both values):\n\n{}",
             self.markdown_table()
         );
@@ -160,21 +161,16 @@ impl AllowedDifferences {
                 out.push_str(&format!("| {} | {} |\n", cell(&u.kubeflow), cell(&u.kfop)));
             }
         }
-        out.push_str(README_END);
+        out.push_str(DOC_END);
         out
     }
 
-    /// `readme` with its generated section replaced by [`Self::readme_section`]; `None` when
+    /// `doc` with its generated section replaced by [`Self::doc_section`]; `None` when
     /// the markers are missing.
-    pub fn update_readme(&self, readme: &str) -> Option<String> {
-        let start = readme.find(README_BEGIN)?;
-        let end = readme[start..].find(README_END)? + start + README_END.len();
-        Some(format!(
-            "{}{}{}",
-            &readme[..start],
-            self.readme_section(),
-            &readme[end..]
-        ))
+    pub fn update_doc(&self, doc: &str) -> Option<String> {
+        let start = doc.find(DOC_BEGIN)?;
+        let end = doc[start..].find(DOC_END)? + start + DOC_END.len();
+        Some(format!("{}{}{}", &doc[..start], self.doc_section(), &doc[end..]))
     }
 }
 
@@ -304,22 +300,22 @@ differences:
         );
     }
 
-    /// The README shows the committed file; `KFOP_BLESS=1` rewrites its section.
+    /// docs/compatibility.md shows the committed file; `KFOP_BLESS=1` rewrites its section.
     #[test]
-    fn the_readme_section_is_current() {
+    fn the_compatibility_doc_section_is_current() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let allowed = AllowedDifferences::load(&root.join("allowed-differences.yaml")).unwrap();
-        let readme_path = root.join("../README.md");
-        let readme = std::fs::read_to_string(&readme_path).unwrap();
+        let doc_path = root.join("../docs/compatibility.md");
+        let doc = std::fs::read_to_string(&doc_path).unwrap();
         let updated = allowed
-            .update_readme(&readme)
-            .expect("README has the generated-section markers");
+            .update_doc(&doc)
+            .expect("docs/compatibility.md has the generated-section markers");
         if std::env::var_os("KFOP_BLESS").is_some() {
-            std::fs::write(&readme_path, &updated).unwrap();
+            std::fs::write(&doc_path, &updated).unwrap();
         } else {
             assert!(
-                updated == readme,
-                "README.md's deliberate differences are stale: run KFOP_BLESS=1 cargo test -p kfop-conformance --lib"
+                updated == doc,
+                "docs/compatibility.md's deliberate differences are stale: run KFOP_BLESS=1 cargo test -p kfop-conformance --lib"
             );
         }
     }
