@@ -133,15 +133,17 @@ pub async fn install_crds(
         // An operator run out of cluster points a conversion webhook at its loopback URL (a
         // field this apply does not own, so it would stay beside the Service this CRD names,
         // which the API server rejects): drop it first.
-        let service = crd
-            .spec
-            .conversion
-            .as_ref()
-            .and_then(|c| c.webhook.as_ref())
-            .and_then(|w| w.client_config.as_ref())
-            .and_then(|c| c.service.as_ref());
-        if let Some(service) = service {
-            let reset = serde_json::json!({"spec": {"conversion": {"webhook": {"clientConfig": {"url": null, "service": service}}}}});
+        // The whole conversion goes in the reset, as an installed CRD may convert with strategy
+        // None (Kubeflow's own), which forbids a webhook's clientConfig.
+        let conversion = crd.spec.conversion.as_ref().filter(|c| {
+            c.webhook
+                .as_ref()
+                .and_then(|w| w.client_config.as_ref())
+                .is_some_and(|c| c.service.is_some())
+        });
+        if let Some(conversion) = conversion {
+            let mut reset = serde_json::json!({"spec": {"conversion": conversion}});
+            reset["spec"]["conversion"]["webhook"]["clientConfig"]["url"] = serde_json::Value::Null;
             match api
                 .patch(&name, &PatchParams::default(), &Patch::Merge(&reset))
                 .await

@@ -233,6 +233,11 @@ async fn mpijob_v1_dry_run(target: &Target) -> Result<(), Finding> {
     };
     match api.create(&params, &job).await {
         Ok(_) => Ok(()),
+        Err(kfop_runtime::kube::Error::Api(status)) if status.code == 404 => Err(Finding {
+            subject,
+            problem: "kubeflow.org/v1 MPIJobs are not served".to_owned(),
+            fix: format!("install kfop's MPIJob CRD, which serves v1 and v2beta1: {APPLY_CRDS}"),
+        }),
         Err(kfop_runtime::kube::Error::Api(status)) if status.code == 403 => Err(Finding {
             subject,
             problem: format!("not allowed to try in namespace {namespace} ({})", status.message),
@@ -254,7 +259,7 @@ async fn mpijob_v1_dry_run(target: &Target) -> Result<(), Finding> {
         Err(e) => Err(Finding {
             subject,
             problem: e.to_string(),
-            fix: format!("install kfop's MPIJob CRD, which serves v1 and v2beta1: {APPLY_CRDS}"),
+            fix: "see the API server's message".to_owned(),
         }),
     }
 }
@@ -367,10 +372,7 @@ fn denied(answers: Vec<(Ask, bool)>, namespace: Option<&str>) -> Vec<(String, Re
             refused.push(verb);
         }
     }
-    let scope = namespace.map_or_else(
-        || "in every namespace".to_owned(),
-        |ns| format!("in namespace {ns}"),
-    );
+    let scope = namespace.map_or_else(|| "cluster-wide".to_owned(), |ns| format!("in namespace {ns}"));
     by_resource
         .into_iter()
         .map(|((group, resource), mut refused)| {
@@ -547,7 +549,7 @@ mod tests {
         );
         assert_eq!(outcomes.len(), 2);
         let (subject, pods) = &outcomes[0];
-        assert_eq!(subject, "RBAC pods (core) in every namespace");
+        assert_eq!(subject, "RBAC pods (core) cluster-wide");
         assert_eq!(pods.as_ref().unwrap_err().problem, "may not create, delete");
         assert_eq!(outcomes[1].1, Ok(()));
     }
