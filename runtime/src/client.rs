@@ -1,7 +1,9 @@
 //! The operator's API client, with client-go's token-bucket QPS and burst limits (kube-rs has no
-//! client-side limiter; Kubeflow is stuck at controller-runtime's 20/30, #2411), and a counter of
-//! every request it sends (`kfop_client_requests_total{verb,resource,code}`, see
-//! [`crate::metrics::client`]).
+//! client-side limiter; Kubeflow is stuck at controller-runtime's 20/30, #2411), and counters of
+//! every request it sends (see [`crate::metrics::client`]): when sent
+//! (`kfop_client_request_attempts_total{verb,resource}`), when answered
+//! (`kfop_client_requests_total{verb,resource,code}`), and what each 403 denied
+//! (`kfop_client_forbidden_total{verb,group,resource,namespace}`).
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -16,7 +18,7 @@ use kube::client::ClientBuilder;
 use kube::{Client, Config};
 use tower::{Layer, Service};
 
-use crate::metrics::{self, ClientMetrics, ClientRequestLabels};
+use crate::metrics::{self, ClientAttemptLabels, ClientForbiddenLabels, ClientMetrics, ClientRequestLabels};
 
 /// Requests per second and burst; `qps <= 0` means unlimited.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -54,7 +56,8 @@ pub fn build(config: Config, limit: RateLimit) -> Result<Client, kube::Error> {
         .build())
 }
 
-/// Counts each request by verb, resource and response code when its response (headers) arrives.
+/// Counts each request when it is sent, and by verb, resource and response code when its response
+/// (headers) arrives. Both, because a request the server never answers is seen only by the first.
 #[derive(Debug, Clone, Copy)]
 struct CountLayer {
     metrics: &'static ClientMetrics,
@@ -91,8 +94,15 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        let (verb, resource) = classify(request.method(), request.uri());
+        let target = classify(request.method(), request.uri());
         let metrics = self.metrics;
+        metrics
+            .attempts
+            .get_or_create(&ClientAttemptLabels {
+                verb: target.verb,
+                resource: target.resource.clone(),
+            })
+            .inc();
         self.inner
             .call(request)
             .map(move |result| {
@@ -100,9 +110,24 @@ where
                     Ok(response) => response.status().as_u16().to_string(),
                     Err(_) => "error".to_owned(),
                 };
+                if code == "403" {
+                    metrics
+                        .forbidden
+                        .get_or_create(&ClientForbiddenLabels {
+                            verb: target.verb,
+                            group: target.group,
+                            resource: target.resource.clone(),
+                            namespace: target.namespace,
+                        })
+                        .inc();
+                }
                 metrics
                     .requests
-                    .get_or_create(&ClientRequestLabels { verb, resource, code })
+                    .get_or_create(&ClientRequestLabels {
+                        verb: target.verb,
+                        resource: target.resource,
+                        code,
+                    })
                     .inc();
                 result
             })
@@ -110,19 +135,29 @@ where
     }
 }
 
-/// The Kubernetes verb and resource (`pods`, `pytorchjobs/status`) of a request, as the API
-/// server's audit log names them; non-resource paths (`/version`) have resource `""`.
-fn classify(method: &http::Method, uri: &http::Uri) -> (&'static str, String) {
+/// What a request asks of the API server, as an authorizer sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Target {
+    verb: &'static str,
+    group: String,
+    /// With its subresource: `pytorchjobs/status`.
+    resource: String,
+    namespace: String,
+}
+
+/// The Kubernetes verb, group, resource (`pods`, `pytorchjobs/status`) and namespace of a request,
+/// as the API server's audit log names them; non-resource paths (`/version`) have resource `""`.
+fn classify(method: &http::Method, uri: &http::Uri) -> Target {
     let segments: Vec<&str> = uri.path().split('/').filter(|s| !s.is_empty()).collect();
-    let rest: &[&str] = match segments.as_slice() {
-        ["api", _version, rest @ ..] => rest,
-        ["apis", _group, _version, rest @ ..] => rest,
-        _ => &[],
+    let (group, rest): (&str, &[&str]) = match segments.as_slice() {
+        ["api", _version, rest @ ..] => ("", rest),
+        ["apis", group, _version, rest @ ..] => (group, rest),
+        _ => ("", &[]),
     };
     // `namespaces/<ns>/<resource>/...` is namespaced; `namespaces/<ns>` is the namespace itself.
-    let rest = match rest {
-        ["namespaces", _ns, rest @ ..] if !rest.is_empty() => rest,
-        other => other,
+    let (namespace, rest) = match rest {
+        ["namespaces", ns, rest @ ..] if !rest.is_empty() => (*ns, rest),
+        other => ("", other),
     };
     let (resource, named) = match rest {
         [] => (String::new(), false),
@@ -144,7 +179,12 @@ fn classify(method: &http::Method, uri: &http::Uri) -> (&'static str, String) {
         http::Method::DELETE => "deletecollection",
         _ => "other",
     };
-    (verb, resource)
+    Target {
+        verb,
+        group: group.to_owned(),
+        resource,
+        namespace: namespace.to_owned(),
+    }
 }
 
 /// Token bucket: `burst` tokens, refilled at `qps` per second.
@@ -329,7 +369,12 @@ mod tests {
         for (method, uri, verb, resource) in cases {
             let method: http::Method = method.parse().unwrap();
             let uri: http::Uri = uri.parse().unwrap();
-            assert_eq!(classify(&method, &uri), (verb, resource.to_owned()), "{uri}");
+            let target = classify(&method, &uri);
+            assert_eq!(
+                (target.verb, target.resource),
+                (verb, resource.to_owned()),
+                "{uri}"
+            );
         }
     }
 
@@ -386,5 +431,110 @@ mod tests {
         }
         let waited = metrics.throttled_seconds.get();
         assert!((waited - 0.5).abs() < 1e-3, "{waited}");
+    }
+
+    #[test]
+    fn classifies_groups_and_namespaces() {
+        let target = |uri: &str| classify(&http::Method::POST, &uri.parse().unwrap());
+        let events = target("/apis/events.k8s.io/v1/namespaces/soak/events");
+        assert_eq!(
+            (events.group.as_str(), events.namespace.as_str()),
+            ("events.k8s.io", "soak")
+        );
+        let pods = target("/api/v1/namespaces/a/pods");
+        assert_eq!((pods.group.as_str(), pods.namespace.as_str()), ("", "a"));
+        let namespace = target("/api/v1/namespaces/a");
+        assert_eq!(
+            (namespace.resource.as_str(), namespace.namespace.as_str()),
+            ("namespaces", "")
+        );
+    }
+
+    /// An operator retrying in a tight loop against a server that never answers (SIGSTOPped):
+    /// every try shows as an attempt though none ever completes.
+    #[tokio::test(start_paused = true)]
+    async fn attempts_count_requests_no_answer_ever_comes_back_for() {
+        use tower::ServiceExt;
+        let metrics: &'static ClientMetrics = Box::leak(Box::default());
+        let mut svc = CountLayer { metrics }.layer(tower::service_fn(|_: http::Request<()>| {
+            futures::future::pending::<Result<http::Response<()>, std::convert::Infallible>>()
+        }));
+        for _ in 0..50 {
+            let request = http::Request::builder()
+                .uri("/api/v1/namespaces/a/pods/p-0")
+                .body(())
+                .unwrap();
+            let call = svc.ready().await.unwrap().call(request);
+            // Given up on after 10 ms, as a short client timeout would, and tried again.
+            assert!(
+                tokio::time::timeout(Duration::from_millis(10), call)
+                    .await
+                    .is_err()
+            );
+        }
+        let attempts = metrics
+            .attempts
+            .get_or_create(&ClientAttemptLabels {
+                verb: "get",
+                resource: "pods".into(),
+            })
+            .get();
+        assert_eq!(attempts, 50);
+        let answered: u64 = ["200", "error"]
+            .iter()
+            .map(|code| {
+                metrics
+                    .requests
+                    .get_or_create(&ClientRequestLabels {
+                        verb: "get",
+                        resource: "pods".into(),
+                        code: (*code).into(),
+                    })
+                    .get()
+            })
+            .sum();
+        assert_eq!(answered, 0, "nothing came back, so the old figure stays 0");
+    }
+
+    #[tokio::test]
+    async fn forbidden_responses_name_what_was_denied() {
+        use tower::ServiceExt;
+        let metrics: &'static ClientMetrics = Box::leak(Box::default());
+        let mut svc = CountLayer { metrics }.layer(tower::service_fn(|req: http::Request<()>| async move {
+            let status = if req.uri().path().contains("events") {
+                403
+            } else {
+                201
+            };
+            Ok::<_, std::convert::Infallible>(http::Response::builder().status(status).body(()).unwrap())
+        }));
+        for uri in [
+            "/apis/events.k8s.io/v1/namespaces/soak/events",
+            "/apis/events.k8s.io/v1/namespaces/soak/events",
+            "/api/v1/namespaces/soak/pods",
+        ] {
+            let request = http::Request::builder().method("POST").uri(uri).body(()).unwrap();
+            svc.ready().await.unwrap().call(request).await.unwrap();
+        }
+        let denied = metrics
+            .forbidden
+            .get_or_create(&ClientForbiddenLabels {
+                verb: "create",
+                group: "events.k8s.io".into(),
+                resource: "events".into(),
+                namespace: "soak".into(),
+            })
+            .get();
+        assert_eq!(denied, 2);
+        let pods = metrics
+            .forbidden
+            .get_or_create(&ClientForbiddenLabels {
+                verb: "create",
+                group: String::new(),
+                resource: "pods".into(),
+                namespace: "soak".into(),
+            })
+            .get();
+        assert_eq!(pods, 0);
     }
 }

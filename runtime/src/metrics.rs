@@ -27,6 +27,14 @@ struct ControllerLabels {
     controller: String,
 }
 
+/// Labels of `kfop_resync_found_work_total`: the controller and where the event was lost
+/// (`never_triggered`, `trigger_dropped`, `lost_event`; see `controller::Overdue`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FoundWorkLabels {
+    controller: String,
+    cause: &'static str,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ResultLabels {
     controller: String,
@@ -45,12 +53,34 @@ pub struct ClientRequestLabels {
     pub code: String,
 }
 
+/// Labels of `kfop_client_request_attempts_total`: what was sent, before any answer.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ClientAttemptLabels {
+    pub verb: &'static str,
+    pub resource: String,
+}
+
+/// Labels of `kfop_client_forbidden_total`: the request a 403 denied, as a SubjectAccessReview
+/// asks it (group `""` is the core group; namespace `""` a cluster-scoped request).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ClientForbiddenLabels {
+    pub verb: &'static str,
+    pub group: String,
+    pub resource: String,
+    pub namespace: String,
+}
+
 /// The client's request counters. They are process-wide because the client is built before any
 /// [`Metrics`] exists; every [`Metrics`] registers the same series.
 #[derive(Clone, Debug, Default)]
 pub struct ClientMetrics {
     /// Requests sent, by verb, resource and response code.
     pub requests: Family<ClientRequestLabels, Counter>,
+    /// Requests handed to the connection, counted as they are sent: a request the server never
+    /// answers (a frozen API server) counts here and not in `requests`.
+    pub attempts: Family<ClientAttemptLabels, Counter>,
+    /// 403 responses, by the request denied.
+    pub forbidden: Family<ClientForbiddenLabels, Counter>,
     /// Seconds requests waited for a token of the client-side rate limiter.
     pub throttled_seconds: Counter<f64, AtomicU64>,
 }
@@ -82,7 +112,7 @@ pub struct Metrics {
     jobs_restarted: JobCounter,
     reconcile: ReconcileFamilies,
     resyncs: Family<ControllerLabels, Counter>,
-    resync_found_work: Family<ControllerLabels, Counter>,
+    resync_found_work: Family<FoundWorkLabels, Counter>,
 }
 
 impl Metrics {
@@ -136,11 +166,13 @@ impl Metrics {
             "Periodic passes over every live job (--resync-period)",
             resyncs.clone(),
         );
-        let resync_found_work = Family::<ControllerLabels, Counter>::default();
+        let resync_found_work = Family::<FoundWorkLabels, Counter>::default();
         registry.register(
             "kfop_resync_found_work",
-            "Jobs a periodic resync found work for that no watch event had triggered; 0 in a \
-             healthy run, anything else means an event was lost",
+            "Jobs a periodic resync found work for that no watch event had triggered, by where it \
+             was lost: never_triggered (no trigger ever came), trigger_dropped (no reconcile \
+             started within 2 min of a trigger), lost_event (a quiet reconcile, then work with no \
+             trigger); 0 in a healthy run",
             resync_found_work.clone(),
         );
 
@@ -149,6 +181,18 @@ impl Metrics {
             "kfop_client_requests",
             "API requests sent by the operator's client, by verb, resource and response code",
             client.requests.clone(),
+        );
+        registry.register(
+            "kfop_client_request_attempts",
+            "API requests the operator's client sent, by verb and resource, counted when sent \
+             (kfop_client_requests_total counts them when an answer or error comes back)",
+            client.attempts.clone(),
+        );
+        registry.register(
+            "kfop_client_forbidden",
+            "403 responses to the operator's client, by the verb, API group, resource and \
+             namespace denied",
+            client.forbidden.clone(),
         );
         registry.register_with_unit(
             "kfop_client_rate_limiter_wait",
@@ -202,7 +246,12 @@ impl Metrics {
             controller: controller.to_owned(),
         };
         let _ = self.resyncs.get_or_create(&labels);
-        let _ = self.resync_found_work.get_or_create(&labels);
+        for cause in crate::controller::Overdue::ALL {
+            let _ = self.resync_found_work.get_or_create(&FoundWorkLabels {
+                controller: controller.to_owned(),
+                cause: cause.label(),
+            });
+        }
     }
 
     /// Counts one resync pass of `controller` (`kfop_resyncs_total`).
@@ -214,11 +263,12 @@ impl Metrics {
             .inc();
     }
 
-    /// Counts a job a resync found work for (`kfop_resync_found_work_total`).
-    pub fn resync_found_work(&self, controller: &str) {
+    /// Counts a job a resync found work for (`kfop_resync_found_work_total`), by `cause`.
+    pub fn resync_found_work(&self, controller: &str, cause: &'static str) {
         self.resync_found_work
-            .get_or_create(&ControllerLabels {
+            .get_or_create(&FoundWorkLabels {
                 controller: controller.to_owned(),
+                cause,
             })
             .inc();
     }

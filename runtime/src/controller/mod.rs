@@ -28,7 +28,7 @@ pub use events::EventWriter;
 pub use observe::{Created, Deleted, NewChild, observe};
 pub use per_job::PerJob;
 pub use planner::{Planner, Typed};
-pub use resync::{Activity, CACHE_GRACE};
+pub use resync::{Activity, CACHE_GRACE, Overdue, QUEUE_BOUND};
 pub use triggers::{Owner, Router, Triggers};
 pub use written::Written;
 
@@ -228,19 +228,30 @@ async fn resync(
     jobs: Store<PackedJob>,
     reconcile: futures::channel::mpsc::UnboundedSender<Owner>,
 ) {
+    let started = Instant::now();
     let mut ticks = tokio::time::interval(ctx.config.resync_period.max(Duration::from_secs(1)));
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     ticks.tick().await;
     loop {
         ticks.tick().await;
-        resync_once(&ctx, &jobs, &reconcile);
+        resync_once(&ctx, &jobs, &reconcile, started);
     }
+}
+
+/// When this controller, running since `started`, could first have known `job`: the later of
+/// its creation and the start.
+fn known_since(job: &PackedJob, now: Instant, started: Instant) -> Instant {
+    job.creation_timestamp()
+        .and_then(|created| Duration::try_from(Timestamp::now().duration_since(created.0)).ok())
+        .and_then(|age| now.checked_sub(age))
+        .map_or(started, |created| created.max(started))
 }
 
 fn resync_once(
     ctx: &Context,
     jobs: &Store<PackedJob>,
     reconcile: &futures::channel::mpsc::UnboundedSender<Owner>,
+    started: Instant,
 ) {
     let live = jobs.state();
     let uids: HashSet<String> = live.iter().filter_map(|j| j.uid()).collect();
@@ -270,14 +281,16 @@ fn resync_once(
         };
         pending += 1;
         let owner = Owner::of(job.as_ref());
-        if ctx.activity.overdue(&owner, Instant::now()) {
-            ctx.metrics.resync_found_work(controller);
+        let now = Instant::now();
+        if let Some(cause) = ctx.activity.overdue(&owner, now, known_since(job, now, started)) {
+            ctx.metrics.resync_found_work(controller, cause.label());
             tracing::warn!(
                 %controller,
                 namespace = owner.namespace.as_deref().unwrap_or_default(),
                 job = %owner.name,
                 %work,
-                "resync found work no event had triggered (a watch event was lost)"
+                cause = cause.label(),
+                "resync found work no event had triggered (a watch event or trigger was lost)"
             );
         }
         let _ = reconcile.unbounded_send(owner);
@@ -418,13 +431,20 @@ mod tests {
         j
     }
 
-    fn found_work(ctx: &Context) -> String {
+    /// `kfop_resync_found_work_total` of `cause`.
+    fn found_work(ctx: &Context, cause: Overdue) -> u64 {
+        let prefix = format!("cause=\"{}\"", cause.label());
         ctx.metrics
             .encode()
             .lines()
-            .find(|l| l.starts_with("kfop_resync_found_work_total"))
-            .unwrap_or_default()
-            .to_owned()
+            .find(|l| l.starts_with("kfop_resync_found_work_total{") && l.contains(&prefix))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {prefix} in {}", ctx.metrics.encode()))
+    }
+
+    fn found(ctx: &Context) -> [u64; 3] {
+        Overdue::ALL.map(|cause| found_work(ctx, cause))
     }
 
     #[tokio::test]
@@ -440,26 +460,39 @@ mod tests {
         }
         let (tx, mut rx) = unbounded();
         let fresh = Owner::of(&test_job("fresh"));
+        let now = Instant::now();
+        let long_ago = now.checked_sub(QUEUE_BOUND * 2).unwrap();
 
-        // Never reconciled: the controller owes it a reconcile anyway, so it is not a lost event.
-        resync_once(&ctx, &jobs, &tx);
+        // Unknown to a controller that has just started: its watch event may be on its way.
+        resync_once(&ctx, &jobs, &tx, now);
         assert_eq!(rx.try_recv().unwrap(), fresh);
         assert!(rx.try_recv().is_err(), "a job being deleted has nothing to do");
-        assert!(found_work(&ctx).ends_with(" 0"), "{}", found_work(&ctx));
+        assert_eq!(found(&ctx), [0, 0, 0]);
+
+        // A controller running for long that never heard of the job: its watch event was lost.
+        resync_once(&ctx, &jobs, &tx, long_ago);
+        assert_eq!(rx.try_recv().unwrap(), fresh);
+        assert_eq!(found(&ctx), [1, 0, 0], "never triggered");
+
+        // Triggered long ago (the resync's own trigger counts), never reconciled: dropped.
+        ctx.activity.forget(&fresh);
+        ctx.activity.triggered(&fresh, long_ago);
+        resync_once(&ctx, &jobs, &tx, long_ago);
+        assert_eq!(found(&ctx), [1, 1, 0], "trigger dropped");
 
         // Reconciled long ago with nothing pending, yet work is left: an event was lost.
-        let long_ago = Instant::now().checked_sub(CACHE_GRACE * 2).unwrap();
-        ctx.activity.started(&fresh, long_ago);
-        ctx.activity.finished(&fresh, long_ago, None);
-        resync_once(&ctx, &jobs, &tx);
-        assert_eq!(rx.try_recv().unwrap(), fresh);
-        assert!(found_work(&ctx).ends_with(" 1"), "{}", found_work(&ctx));
+        let served = long_ago + Duration::from_secs(1);
+        ctx.activity.started(&fresh, served);
+        ctx.activity.finished(&fresh, served, None);
+        resync_once(&ctx, &jobs, &tx, long_ago);
+        assert_eq!(found(&ctx), [1, 1, 1], "lost event");
+        while rx.try_recv().is_ok() {}
 
         // A gone job's state is dropped.
         ctx.written.record("uid-gone", Some("7"));
         ctx.activity
             .triggered(&Owner::of(&test_job("gone")), Instant::now());
-        resync_once(&ctx, &jobs, &tx);
+        resync_once(&ctx, &jobs, &tx, now);
         assert!(ctx.written.is_empty());
         assert_eq!(ctx.activity.len(), 1);
     }
@@ -478,7 +511,7 @@ mod tests {
         let (tx, mut rx) = unbounded();
 
         // Planned now, the job would look as if it owned no ConfigMap and was owed one.
-        resync_once(&ctx, &jobs, &tx);
+        resync_once(&ctx, &jobs, &tx, Instant::now());
         assert!(rx.try_recv().is_err(), "planned from a cache that never listed");
         assert!(!ctx.is_synced());
 
@@ -491,7 +524,7 @@ mod tests {
         objects.apply_watcher_event(&watcher::Event::InitDone);
         follow.await.unwrap();
         synced.await.unwrap().unwrap();
-        resync_once(&ctx, &jobs, &tx);
+        resync_once(&ctx, &jobs, &tx, Instant::now());
         assert_eq!(rx.try_recv().unwrap(), Owner::of(&test_job("fresh")));
     }
 }

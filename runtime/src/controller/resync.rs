@@ -1,6 +1,12 @@
 //! The level-triggered safety net: every resync period each live job is planned again from the
 //! caches, and a job with work left is reconciled. Work found for a job that no trigger, timer or
-//! running reconcile accounts for means an event was lost: it is counted and logged.
+//! running reconcile accounts for means an event was lost: it is counted by [`Overdue`] cause and
+//! logged.
+//!
+//! Every trigger is followed from receipt to the start of its reconcile: a job the resync finds
+//! work for must have been triggered (else its own watch event was lost), each trigger must start
+//! a reconcile within [`QUEUE_BOUND`] (else the controller dropped it), and after a quiet reconcile
+//! the caches must not show new work (else a child's event was lost).
 use std::time::{Duration, Instant};
 
 use super::per_job::PerJob;
@@ -10,16 +16,57 @@ use super::triggers::Owner;
 /// resync seeing them missing then is not a lost event).
 pub const CACHE_GRACE: Duration = Duration::from_secs(10);
 
+/// The longest a trigger may wait for its reconcile to start. The controller runs `concurrency`
+/// jobs at once, so under a burst a trigger queues; two minutes is far beyond any wait measured
+/// (a 1,000-job burst through restarts), yet shorter than the resync period, so a dropped trigger
+/// is counted by the next resync instead of being silently healed by it.
+pub const QUEUE_BOUND: Duration = Duration::from_secs(120);
+
 /// When each job was last triggered, reconciled and due again, by namespace and name.
 pub type Activity = PerJob<Owner, Seen>;
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Seen {
+    /// The oldest trigger no reconcile has started after yet (kept, not overwritten, by later
+    /// triggers, so a stream of dropped triggers cannot look forever fresh).
     triggered: Option<Instant>,
     started: Option<Instant>,
     finished: Option<Instant>,
     /// A requeue the controller will honour (timer, stale cache, error retry).
     due: Option<Instant>,
+}
+
+impl Seen {
+    /// Whether a trigger waits for a reconcile to start.
+    fn pending(&self) -> bool {
+        self.triggered
+            .is_some_and(|t| self.started.is_none_or(|started| t >= started))
+    }
+}
+
+/// Why work a resync found should already have been done: a lost event, by where it was lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overdue {
+    /// No trigger ever reached the controller for this job (its own watch event was lost).
+    NeverTriggered,
+    /// A trigger reached the controller but no reconcile started within [`QUEUE_BOUND`].
+    TriggerDropped,
+    /// The last reconcile ended quietly and the caches have changed since with no trigger (a
+    /// child's watch event was lost).
+    LostEvent,
+}
+
+impl Overdue {
+    /// The `cause` label of `kfop_resync_found_work_total`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::NeverTriggered => "never_triggered",
+            Self::TriggerDropped => "trigger_dropped",
+            Self::LostEvent => "lost_event",
+        }
+    }
+
+    pub const ALL: [Self; 3] = [Self::NeverTriggered, Self::TriggerDropped, Self::LostEvent];
 }
 
 impl PerJob<Owner, Seen> {
@@ -31,7 +78,11 @@ impl PerJob<Owner, Seen> {
 
     /// A watch event or resync asked for `job` to be reconciled.
     pub fn triggered(&self, job: &Owner, now: Instant) {
-        self.update(job, |s| s.triggered = Some(now));
+        self.update(job, |s| {
+            if !s.pending() {
+                s.triggered = Some(now);
+            }
+        });
     }
 
     /// A reconcile of `job` started.
@@ -47,23 +98,28 @@ impl PerJob<Owner, Seen> {
         });
     }
 
-    /// Whether work found for `job` at `now` should already have been done: no trigger waits for
-    /// a reconcile, none runs, no requeue is due, and the last one ended more than
-    /// [`CACHE_GRACE`] ago. A job never reconciled is given the benefit of the doubt.
-    pub fn overdue(&self, job: &Owner, now: Instant) -> bool {
-        let Some(seen) = self.lock().and_then(|by_job| by_job.get(job).copied()) else {
-            return false;
+    /// Whether work found for `job` at `now` should already have been done, and why. `known_since`
+    /// is when this controller could first have known the job (the later of its creation and the
+    /// controller's start): a job never triggered is given [`CACHE_GRACE`] from then for its
+    /// watch event to arrive.
+    pub fn overdue(&self, job: &Owner, now: Instant, known_since: Instant) -> Option<Overdue> {
+        let seen = self
+            .lock()
+            .and_then(|by_job| by_job.get(job).copied())
+            .unwrap_or_default();
+        let since = |t: Instant| now.saturating_duration_since(t);
+        if seen.pending() {
+            let waited = seen.triggered.map_or(Duration::ZERO, since);
+            return (waited >= QUEUE_BOUND).then_some(Overdue::TriggerDropped);
+        }
+        let Some(started) = seen.started else {
+            // Never triggered: nothing is pending and nothing ever ran.
+            return (since(known_since) >= CACHE_GRACE).then_some(Overdue::NeverTriggered);
         };
-        let (Some(started), Some(finished)) = (seen.started, seen.finished) else {
-            return false;
-        };
-        let waiting = seen.triggered.is_some_and(|t| t >= started);
-        let running = started > finished;
-        let settling = now.saturating_duration_since(finished) < CACHE_GRACE;
-        let due = seen
-            .due
-            .is_some_and(|d| now.saturating_duration_since(d) < CACHE_GRACE);
-        !(waiting || running || settling || due)
+        let running = seen.finished.is_none_or(|finished| started > finished);
+        let settling = seen.finished.is_some_and(|f| since(f) < CACHE_GRACE);
+        let due = seen.due.is_some_and(|d| since(d) < CACHE_GRACE);
+        (!(running || settling || due)).then_some(Overdue::LostEvent)
     }
 }
 
@@ -85,20 +141,61 @@ mod tests {
         let a = Activity::default();
         let t0 = Instant::now();
         let j = job("a");
-        assert!(!a.overdue(&j, t0), "never seen");
         a.triggered(&j, t0);
-        assert!(
-            !a.overdue(&j, t0 + CACHE_GRACE * 2),
-            "triggered, never reconciled"
-        );
+        assert_eq!(a.overdue(&j, t0 + CACHE_GRACE * 2, t0), None, "triggered, queued");
         a.started(&j, t0 + Duration::from_secs(1));
-        assert!(!a.overdue(&j, t0 + CACHE_GRACE * 2), "still reconciling");
+        assert_eq!(a.overdue(&j, t0 + QUEUE_BOUND * 2, t0), None, "still reconciling");
         a.finished(&j, t0 + Duration::from_secs(2), None);
-        assert!(
-            !a.overdue(&j, t0 + Duration::from_secs(3)),
+        assert_eq!(
+            a.overdue(&j, t0 + Duration::from_secs(3), t0),
+            None,
             "caches may lag our writes"
         );
-        assert!(a.overdue(&j, t0 + Duration::from_secs(2) + CACHE_GRACE));
+        assert_eq!(
+            a.overdue(&j, t0 + Duration::from_secs(2) + CACHE_GRACE, t0),
+            Some(Overdue::LostEvent)
+        );
+    }
+
+    #[test]
+    fn a_job_no_trigger_ever_reached_is_overdue_after_the_grace() {
+        let a = Activity::default();
+        let t0 = Instant::now();
+        let j = job("a");
+        assert_eq!(
+            a.overdue(&j, t0 + CACHE_GRACE / 2, t0),
+            None,
+            "its event may be on its way"
+        );
+        assert_eq!(a.overdue(&j, t0 + CACHE_GRACE, t0), Some(Overdue::NeverTriggered));
+        // A job the controller knew only lately (it started late) gets the grace from then.
+        assert_eq!(a.overdue(&j, t0 + CACHE_GRACE, t0 + CACHE_GRACE / 2), None);
+    }
+
+    #[test]
+    fn a_trigger_whose_reconcile_never_starts_is_dropped() {
+        let a = Activity::default();
+        let t0 = Instant::now();
+        let j = job("a");
+        a.triggered(&j, t0);
+        assert_eq!(a.overdue(&j, t0 + QUEUE_BOUND / 2, t0), None, "queued");
+        // Later triggers, dropped too, do not make the first look fresh.
+        a.triggered(&j, t0 + QUEUE_BOUND / 2);
+        assert_eq!(a.overdue(&j, t0 + QUEUE_BOUND, t0), Some(Overdue::TriggerDropped));
+        // Dropped after a reconcile too: triggered after the last start, never started again.
+        let b = job("b");
+        a.started(&b, t0);
+        a.finished(&b, t0, None);
+        a.triggered(&b, t0 + Duration::from_secs(1));
+        a.triggered(&b, t0 + Duration::from_secs(100));
+        assert_eq!(
+            a.overdue(&b, t0 + Duration::from_secs(1) + QUEUE_BOUND, t0),
+            Some(Overdue::TriggerDropped)
+        );
+        // Served: the next start clears it, and a later trigger starts a new wait.
+        a.started(&b, t0 + QUEUE_BOUND * 2);
+        a.triggered(&b, t0 + QUEUE_BOUND * 2);
+        assert_eq!(a.overdue(&b, t0 + QUEUE_BOUND * 2 + QUEUE_BOUND / 2, t0), None);
     }
 
     #[test]
@@ -108,25 +205,32 @@ mod tests {
         let j = job("a");
         a.started(&j, t0);
         a.finished(&j, t0, Some(Duration::from_secs(60)));
-        assert!(
-            !a.overdue(&j, t0 + Duration::from_secs(30)),
+        assert_eq!(
+            a.overdue(&j, t0 + Duration::from_secs(30), t0),
+            None,
             "the timer is not due"
         );
-        assert!(
-            !a.overdue(&j, t0 + Duration::from_secs(65)),
+        assert_eq!(
+            a.overdue(&j, t0 + Duration::from_secs(65), t0),
+            None,
             "the timer just fired"
         );
-        assert!(a.overdue(&j, t0 + Duration::from_secs(60) + CACHE_GRACE));
+        assert_eq!(
+            a.overdue(&j, t0 + Duration::from_secs(60) + CACHE_GRACE, t0),
+            Some(Overdue::LostEvent)
+        );
         a.triggered(&j, t0 + Duration::from_secs(100));
-        assert!(
-            !a.overdue(&j, t0 + Duration::from_secs(200)),
+        assert_eq!(
+            a.overdue(&j, t0 + Duration::from_secs(200), t0),
+            None,
             "a trigger waits in the queue"
         );
         a.started(&j, t0 + Duration::from_secs(201));
         a.triggered(&j, t0 + Duration::from_secs(202));
         a.finished(&j, t0 + Duration::from_secs(203), None);
-        assert!(
-            !a.overdue(&j, t0 + Duration::from_secs(300)),
+        assert_eq!(
+            a.overdue(&j, t0 + Duration::from_secs(300), t0),
+            None,
             "a trigger during the reconcile is still owed one"
         );
     }
