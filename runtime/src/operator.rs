@@ -35,7 +35,7 @@ pub struct OperatorArgs {
     pub leader_election_namespace: String,
     /// Jobs reconciled concurrently per framework (Kubeflow's default is 1)
     // A reconcile mostly waits on the API server, so a slot is cheap: a 1,000-job burst reached
-    // 0.83x the API server's ceiling with 16 and 0.51x with 4 (README, Performance).
+    // 0.83x the API server's ceiling with 16 and 0.51x with 4 (commit 6c523ed).
     #[arg(long, default_value_t = 16)]
     pub controller_threads: u16,
     /// Child creates/deletes in flight per job
