@@ -36,11 +36,33 @@ impl Owner {
 /// What one controller receives: the owners of children that changed.
 pub type Triggers = UnboundedReceiver<Owner>;
 
+/// Names a job whose children's events the router drops, as a lost watch event would be: a
+/// fault injected by tests of the lost-event accounting (`kfop_resync_found_work_total`), which
+/// must count the job a resync then finds work for. Unset in any real deployment.
+pub const DROP_CHILD_EVENTS_ENV: &str = "KFOP_FAULT_DROP_CHILD_EVENTS_OF";
+
 /// The controllers' subscriptions, by the job kind each reconciles. Controllers subscribe while
 /// the watches run (frameworks registered at run time); a stopped one's route is dropped.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Router {
     routes: std::sync::RwLock<Vec<Route>>,
+    /// [`DROP_CHILD_EVENTS_ENV`].
+    drop_children_of: Option<String>,
+}
+
+impl Default for Router {
+    fn default() -> Self {
+        let drop_children_of = std::env::var(DROP_CHILD_EVENTS_ENV)
+            .ok()
+            .filter(|name| !name.is_empty());
+        if let Some(job) = &drop_children_of {
+            tracing::warn!(%job, "dropping every child event of this job ({DROP_CHILD_EVENTS_ENV})");
+        }
+        Self {
+            routes: std::sync::RwLock::default(),
+            drop_children_of,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -76,6 +98,9 @@ impl Router {
         let Some(controller) = child.controller() else {
             return;
         };
+        if self.drop_children_of.as_deref() == Some(controller.name) {
+            return;
+        }
         let routes = self
             .routes
             .read()
@@ -177,6 +202,23 @@ mod tests {
         let again = tokio::time::timeout(Duration::from_millis(249), out.next()).await;
         assert!(again.is_err(), "the new burst waits its own window");
         assert_eq!(out.next().await.unwrap(), first);
+    }
+
+    #[test]
+    fn the_injected_fault_drops_only_the_named_jobs_children() {
+        let router = Router {
+            drop_children_of: Some("job".into()),
+            ..Router::default()
+        };
+        let mut tf = router.subscribe("kubeflow.org/v1", "TFJob");
+        router.route(&child("TFJob", true));
+        assert!(tf.try_recv().is_err(), "dropped");
+        let mut other = child("TFJob", true);
+        if let Some(owners) = other.metadata.owner_references.as_mut() {
+            owners[0].name = "other".into();
+        }
+        router.route(&other);
+        assert_eq!(tf.try_recv().unwrap().name, "other");
     }
 
     #[test]
