@@ -7,16 +7,24 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec};
+use kfop_operator::deploy;
 use kfop_testenv::ControlPlane;
+use kube::Client;
+use kube::api::{Api, PostParams};
 use serde::Serialize;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::operator::{self, Operator};
 
 /// How often the operator is killed during the kill phase.
 const KILL_EVERY: Duration = Duration::from_secs(5);
 /// The longest outage.
 const MAX_OUTAGE: Duration = Duration::from_secs(30);
+/// Requests per second the operator may send while the API server is frozen: its watches back off
+/// (0.8 s doubling to 30 s) and its reconciles wait on requests that hang, so a few at most; an
+/// operator retrying in a loop sends hundreds.
+pub const MAX_OUTAGE_ATTEMPTS_PER_SECOND: f64 = 10.0;
 
 /// The faults, in the order they run, each from its fraction of the run on.
 const SCHEDULE: [(f64, Fault); 6] = [
@@ -66,20 +74,114 @@ pub struct Injected {
     pub etcd_restart_seconds: f64,
     pub outage_seconds: f64,
     /// API requests per second the operator sent while the API server was frozen (it must back
-    /// off, not spin).
-    pub outage_requests_per_second: f64,
+    /// off, not spin), counted as they were sent (`kfop_client_request_attempts_total`).
+    pub outage_attempts_per_second: f64,
+    /// Requests per second answered (or failed) meanwhile (`kfop_client_requests_total`): ~0
+    /// whatever the operator does, as a frozen server answers nothing; shown for contrast.
+    pub outage_answered_per_second: f64,
     /// Seconds from SIGKILL of the leader to the standby's first write (the lease lasts 15 s).
     pub failover_seconds: f64,
     /// Resync passes and found work summed over every operator process of the run.
     pub resyncs: f64,
     pub resync_found_work: f64,
-    /// Responses 403 to the operator, which runs as its ServiceAccount: a permission missing from
-    /// its ClusterRole.
-    pub forbidden_responses: f64,
-    /// Of those, the ones between the kube-apiserver restart and the outage: a restarting API
-    /// server answers before its `/readyz` is ok and denies while its RBAC cache is empty, which
-    /// is not a permission the ClusterRole lacks.
-    pub forbidden_after_restarts: f64,
+    /// 403 responses to the operator, which runs as its ServiceAccount, summed over every
+    /// process by the request denied; [`classify`] says which its ClusterRole really lacks.
+    pub forbidden: Vec<Denial>,
+}
+
+/// 403 responses to one kind of request (`kfop_client_forbidden_total`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Denial {
+    pub verb: String,
+    pub group: String,
+    pub resource: String,
+    pub namespace: String,
+    pub responses: f64,
+    /// Whether a SubjectAccessReview of the operator's ServiceAccount, asked after the run, denies
+    /// the request too: the ClusterRole lacks the permission. When it allows it, the 403s were
+    /// the API server's (a restarted one denies until its RBAC cache has synced).
+    pub permission_missing: Option<bool>,
+}
+
+impl std::fmt::Display for Denial {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let group = if self.group.is_empty() {
+            "core"
+        } else {
+            &self.group
+        };
+        write!(f, "{} {group}/{}", self.verb, self.resource)?;
+        if !self.namespace.is_empty() {
+            write!(f, " in {}", self.namespace)?;
+        }
+        let cause = match self.permission_missing {
+            Some(true) => "the ClusterRole lacks it",
+            Some(false) => "the ClusterRole grants it: transient",
+            None => "not reviewed",
+        };
+        write!(f, ": {} responses ({cause})", self.responses)
+    }
+}
+
+/// Adds the 403s of one process's `/metrics` text to `into`.
+fn add_forbidden(metrics: &str, into: &mut Vec<Denial>) {
+    for (labels, count) in operator::series(metrics, "kfop_client_forbidden_total") {
+        let label = |key: &str| labels.get(key).cloned().unwrap_or_default();
+        let denial = Denial {
+            verb: label("verb"),
+            group: label("group"),
+            resource: label("resource"),
+            namespace: label("namespace"),
+            responses: count,
+            permission_missing: None,
+        };
+        let same = |d: &&mut Denial| {
+            (&d.verb, &d.group, &d.resource, &d.namespace)
+                == (&denial.verb, &denial.group, &denial.resource, &denial.namespace)
+        };
+        match into.iter_mut().find(same) {
+            Some(known) => known.responses += count,
+            None => into.push(denial),
+        }
+    }
+}
+
+/// Asks the API server, with a SubjectAccessReview of the operator's ServiceAccount, whether each
+/// denied request is allowed now that the run is over: the cause of its 403s.
+pub async fn classify(client: &Client, denials: &mut [Denial]) -> Result<()> {
+    let reviews: Api<SubjectAccessReview> = Api::all(client.clone());
+    for denial in denials.iter_mut().filter(|d| d.responses > 0.0) {
+        if denial.resource.is_empty() {
+            // A non-resource path (`/version`): its path is not kept, so it cannot be reviewed.
+            continue;
+        }
+        let (resource, subresource) = match denial.resource.split_once('/') {
+            Some((resource, sub)) => (resource, Some(sub.to_owned())),
+            None => (denial.resource.as_str(), None),
+        };
+        let review = SubjectAccessReview {
+            spec: SubjectAccessReviewSpec {
+                user: Some(deploy::service_account_user()),
+                groups: Some(deploy::service_account_groups().to_vec()),
+                resource_attributes: Some(ResourceAttributes {
+                    verb: Some(denial.verb.clone()),
+                    group: Some(denial.group.clone()),
+                    resource: Some(resource.to_owned()),
+                    subresource,
+                    namespace: (!denial.namespace.is_empty()).then(|| denial.namespace.clone()),
+                    ..ResourceAttributes::default()
+                }),
+                ..SubjectAccessReviewSpec::default()
+            },
+            ..SubjectAccessReview::default()
+        };
+        let answer = reviews
+            .create(&PostParams::default(), &review)
+            .await
+            .map_err(Error::kube(format!("reviewing {denial}")))?;
+        denial.permission_missing = Some(!answer.status.is_some_and(|s| s.allowed));
+    }
+    Ok(())
 }
 
 /// The operator processes of a run: one at a time, restarted as the faults demand.
@@ -120,18 +222,20 @@ impl Operators {
         {
             into.resyncs += operator::sum(&metrics, "kfop_resyncs_total", |_| true);
             into.resync_found_work += operator::sum(&metrics, "kfop_resync_found_work_total", |_| true);
-            into.forbidden_responses += operator::sum(&metrics, "kfop_client_requests_total", forbidden);
+            add_forbidden(&metrics, &mut into.forbidden);
         }
     }
 
-    /// The current process's API requests whose labels satisfy `filter`.
-    async fn requests(&self, filter: impl Fn(&Labels) -> bool) -> f64 {
+    /// The current process's requests sent so far, and answered so far.
+    async fn requests(&self) -> (f64, f64) {
         match &self.current {
-            Some(current) => current
-                .scrape()
-                .await
-                .map_or(0.0, |m| operator::sum(&m, "kfop_client_requests_total", filter)),
-            None => 0.0,
+            Some(current) => current.scrape().await.map_or((0.0, 0.0), |m| {
+                (
+                    operator::sum(&m, "kfop_client_request_attempts_total", |_| true),
+                    operator::sum(&m, "kfop_client_requests_total", |_| true),
+                )
+            }),
+            None => (0.0, 0.0),
         }
     }
 
@@ -143,12 +247,6 @@ impl Operators {
             None => Ok(()),
         }
     }
-}
-
-type Labels = std::collections::BTreeMap<String, String>;
-
-fn forbidden(labels: &Labels) -> bool {
-    labels.get("code").is_some_and(|c| c == "403")
 }
 
 /// Writes a process sent, but for its Lease and its events: what a leader does and a standby
@@ -201,7 +299,6 @@ pub async fn inject(
     }
 
     tokio::time::sleep_until(from(Fault::ApiServerRestart).into()).await;
-    let forbidden_before = operators.requests(forbidden).await;
     let restarted = Instant::now();
     plane.restart("kube-apiserver", Duration::from_secs(120)).await?;
     done.apiserver_restart_seconds = restarted.elapsed().as_secs_f64();
@@ -212,15 +309,17 @@ pub async fn inject(
     done.etcd_restart_seconds = restarted.elapsed().as_secs_f64();
 
     tokio::time::sleep_until(from(Fault::ApiServerOutage).into()).await;
-    done.forbidden_after_restarts = operators.requests(forbidden).await - forbidden_before;
     let outage = MAX_OUTAGE.min(until(Fault::ApiServerOutage).saturating_duration_since(Instant::now()) / 2);
-    let before = operators.requests(|_| true).await;
+    let (sent, answered) = operators.requests().await;
     plane.freeze("kube-apiserver", true)?;
     tokio::time::sleep(outage).await;
-    let during = operators.requests(|_| true).await - before;
+    // Scraped before the thaw: what was sent while nothing could answer.
+    let (sent_after, answered_after) = operators.requests().await;
     plane.freeze("kube-apiserver", false)?;
     done.outage_seconds = outage.as_secs_f64();
-    done.outage_requests_per_second = during / outage.as_secs_f64().max(1.0);
+    let per_second = |n: f64| n / outage.as_secs_f64().max(1.0);
+    done.outage_attempts_per_second = per_second(sent_after - sent);
+    done.outage_answered_per_second = per_second(answered_after - answered);
 
     // Two replicas under leader election in place of the single operator; the leader dies.
     tokio::time::sleep_until(from(Fault::LeaderFailover).into()).await;
@@ -265,5 +364,25 @@ mod tests {
         assert_eq!(f(70), Fault::LeaderFailover);
         assert_eq!(f(90), Fault::Calm);
         assert_eq!(f(500), Fault::Calm);
+    }
+
+    #[test]
+    fn forbidden_counts_add_up_over_processes_by_request() {
+        let first = "kfop_client_forbidden_total{verb=\"create\",group=\"events.k8s.io\",resource=\"events\",namespace=\"soak\"} 3\n";
+        let second = "kfop_client_forbidden_total{verb=\"create\",group=\"events.k8s.io\",resource=\"events\",namespace=\"soak\"} 2\n\
+                      kfop_client_forbidden_total{verb=\"list\",group=\"\",resource=\"pods\",namespace=\"\"} 1\n";
+        let mut denials = Vec::new();
+        add_forbidden(first, &mut denials);
+        add_forbidden(second, &mut denials);
+        assert_eq!(denials.len(), 2);
+        assert_eq!(denials[0].responses, 5.0);
+        assert_eq!(
+            denials[0].to_string(),
+            "create events.k8s.io/events in soak: 5 responses (not reviewed)"
+        );
+        assert_eq!(
+            denials[1].to_string(),
+            "list core/pods: 1 responses (not reviewed)"
+        );
     }
 }

@@ -96,9 +96,14 @@ pub struct Args {
     /// starts, each of which must succeed, stay succeeded and count its replicas right
     #[arg(long, default_value_t = 0, requires = "soak")]
     pub burst_jobs: usize,
-    /// The operator's --resync-period during a soak
-    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    /// The operator's --resync-period during a soak; its default, so a job a lost event
+    /// strands stays stranded past its deadline instead of being healed by a resync
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
     pub soak_resync: Duration,
+    /// With --soak: take VERB away on RESOURCE (`create:events`) from the operator's
+    /// ClusterRole, so the run must report the missing permission (a check of the check)
+    #[arg(long, value_name = "VERB:RESOURCE", requires = "soak")]
+    pub soak_without_permission: Option<String>,
     /// RSS and CPU sampling interval
     #[arg(long, default_value = "250ms", value_parser = parse_duration)]
     pub sample_every: Duration,
@@ -114,6 +119,7 @@ mod tests {
         assert_eq!(args.jobs, 1000);
         assert_eq!(args.enable_scheme, vec!["pytorchjob".to_owned()]);
         assert_eq!(args.complete_after, Duration::from_secs(10));
+        assert_eq!(args.soak_resync, Duration::from_secs(300), "the operator's own");
         let args = Args::parse_from([
             "kfop-bench",
             "--jobs=5",

@@ -23,11 +23,13 @@ const MANAGER: &str = "kfop-bench";
 
 /// Applies the RBAC of the all-in-one operator with every kind enabled, and the optional
 /// run-time frameworks role for the jobs of `runtime_groups`, and returns a kubeconfig acting as
-/// its ServiceAccount.
+/// its ServiceAccount. `without` (`verb:resource`) is taken away from every rule granting it, so a
+/// run can show that a missing permission is seen.
 pub async fn service_account(
     plane: &ControlPlane,
     client: &Client,
     runtime_groups: &[&str],
+    without: Option<&str>,
 ) -> Result<PathBuf> {
     let mut namespace = Namespace::default();
     namespace.metadata.name = Some(deploy::NAMESPACE.to_owned());
@@ -44,7 +46,10 @@ pub async fn service_account(
     );
     let docs: Vec<Value> = serde_saphyr::from_multiple(&rbac)
         .map_err(|e| Error::Operator(format!("the operator's RBAC manifest: {e}")))?;
-    for doc in docs {
+    for mut doc in docs {
+        if let Some(without) = without {
+            take_away(&mut doc, without)?;
+        }
         match doc["kind"].as_str() {
             Some("ServiceAccount") => {
                 apply(
@@ -72,6 +77,30 @@ pub async fn service_account(
         )));
     }
     Ok(kubeconfig)
+}
+
+/// Removes `verb:resource` from every rule of a ClusterRole `doc` that grants it (and rules left
+/// with no verb).
+fn take_away(doc: &mut Value, permission: &str) -> Result<()> {
+    let (verb, resource) = permission
+        .split_once(':')
+        .ok_or_else(|| Error::Operator(format!("{permission:?} is not VERB:RESOURCE")))?;
+    if doc["kind"] != "ClusterRole" {
+        return Ok(());
+    }
+    let Some(rules) = doc["rules"].as_array_mut() else {
+        return Ok(());
+    };
+    for rule in rules.iter_mut() {
+        let grants = rule["resources"]
+            .as_array()
+            .is_some_and(|names| names.iter().any(|name| name == resource));
+        if grants && let Some(verbs) = rule["verbs"].as_array_mut() {
+            verbs.retain(|v| v != verb);
+        }
+    }
+    rules.retain(|rule| rule["verbs"].as_array().is_some_and(|v| !v.is_empty()));
+    Ok(())
 }
 
 /// Who the API server takes the holder of `kubeconfig` for (a SelfSubjectReview).

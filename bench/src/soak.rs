@@ -5,6 +5,10 @@
 //! annotations on pods) and then deleted. At the end every job must have reached its end on its
 //! own, no resync may have found work (a lost event), and the operator's RSS late in the run must
 //! be within 10% of its level after the first minute.
+//!
+//! The operator's resync period is its default (5 min) unless `--soak-resync` says otherwise: a
+//! resync replans every job, so one due before a stranded job's deadline would heal the strand
+//! unseen; the results say whether any could have (`resync_could_heal`).
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
@@ -84,6 +88,10 @@ pub struct SoakResults {
     pub duration_seconds: f64,
     pub rate: f64,
     pub resync_period_seconds: f64,
+    /// Whether a resync could have run before some job's deadline, and so healed a strand the
+    /// stranded count would then miss (the period is shorter than the run plus a job's
+    /// deadline).
+    pub resync_could_heal: bool,
     pub jobs: usize,
     pub converged: usize,
     /// Jobs that did not reach their expected end, with what was seen.
@@ -103,9 +111,15 @@ pub struct SoakResults {
     pub burst: Option<burst::BurstResults>,
     pub resyncs: f64,
     pub resync_found_work: f64,
-    /// 403 responses to the operator, which runs as its ServiceAccount (least privilege), but
-    /// for those right after API server restarts (see `injected`).
+    /// 403 responses to the operator, which runs as its ServiceAccount (least privilege), to
+    /// requests its ClusterRole does not grant (a SubjectAccessReview after the run denies them
+    /// too, see [`chaos::classify`]).
     pub forbidden_responses: f64,
+    /// 403 responses to requests the ClusterRole grants: the API server denied them while its
+    /// RBAC cache was empty after a restart.
+    pub forbidden_transient: f64,
+    /// Each kind of request denied, with its count and cause.
+    pub forbidden: Vec<String>,
     pub rss_after_first_minute_mb: f64,
     pub live_jobs_after_first_minute: f64,
     pub rss_at_end_mb: f64,
@@ -133,7 +147,13 @@ pub async fn run(args: &Args, duration: Duration) -> Result<SoakResults> {
     flags.extend(args.operator_args.iter().cloned());
     let mut operators = Operators {
         bin: operator::locate(args.operator_bin.as_deref())?,
-        kubeconfig: identity::service_account(&plane, &client, &[RUNTIME_GROUP]).await?,
+        kubeconfig: identity::service_account(
+            &plane,
+            &client,
+            &[RUNTIME_GROUP],
+            args.soak_without_permission.as_deref(),
+        )
+        .await?,
         flags,
         log: args.results.join("operator-soak.log"),
         current: None,
@@ -185,6 +205,7 @@ pub async fn run(args: &Args, duration: Duration) -> Result<SoakResults> {
         duration_seconds: submitting.as_secs_f64(),
         rate: args.rate,
         resync_period_seconds: args.soak_resync.as_secs_f64(),
+        resync_could_heal: args.soak_resync < duration + deadline,
         chaos: args.chaos,
         ..SoakResults::default()
     };
@@ -241,7 +262,16 @@ pub async fn run(args: &Args, duration: Duration) -> Result<SoakResults> {
     operators.finish(&mut counted).await?;
     results.resyncs = counted.resyncs;
     results.resync_found_work = counted.resync_found_work;
-    results.forbidden_responses = counted.forbidden_responses - counted.forbidden_after_restarts;
+    if let Err(e) = chaos::classify(&client, &mut counted.forbidden).await {
+        results.failures.push(format!("the causes of 403s: {e}"));
+    }
+    for denial in &counted.forbidden {
+        match denial.permission_missing {
+            Some(false) => results.forbidden_transient += denial.responses,
+            _ => results.forbidden_responses += denial.responses,
+        }
+        results.forbidden.push(denial.to_string());
+    }
     results.injected = args.chaos.then_some(counted);
     let lives = live_samples.stop();
     if let Some(sampler) = sampler {
@@ -591,11 +621,25 @@ fn check(results: &mut SoakResults, duration: Duration) {
     }
     if results.forbidden_responses > 0.0 {
         results.failures.push(format!(
-            "the operator got {} forbidden responses as its ServiceAccount (its ClusterRole lacks a permission)",
+            "the operator got {} forbidden responses as its ServiceAccount to requests its ClusterRole does not grant",
             results.forbidden_responses
         ));
     }
-    if results.resyncs < 1.0 && duration.as_secs_f64() > results.resync_period_seconds {
+    if let Some(injected) = &results.injected
+        && injected.outage_attempts_per_second > chaos::MAX_OUTAGE_ATTEMPTS_PER_SECOND
+    {
+        results.failures.push(format!(
+            "the operator sent {:.1} requests/s while the API server was frozen (at most {})",
+            injected.outage_attempts_per_second,
+            chaos::MAX_OUTAGE_ATTEMPTS_PER_SECOND
+        ));
+    }
+    // One process lives through the whole soak (under chaos they are replaced), so two periods
+    // are enough for its first resync.
+    if results.injected.is_none()
+        && results.resyncs < 1.0
+        && duration.as_secs_f64() >= 2.0 * results.resync_period_seconds
+    {
         results.failures.push("no resync ran".into());
     }
     if results.rss_after_first_minute_mb > 0.0
@@ -625,16 +669,21 @@ fn write(results: &SoakResults, dir: &Path) -> Result<()> {
 pub fn markdown(r: &SoakResults) -> String {
     let mut text = format!(
         "# kfop {}\n\n| | |\n|---|---|\n\
-         | duration (s) | {:.0} |\n| rate (jobs/s) | {} |\n| resync period (s) | {:.0} |\n\
+         | duration (s) | {:.0} |\n| rate (jobs/s) | {} |\n| resync period (s) | {:.0} ({}) |\n\
          | jobs (7 bundled kinds and 1 run-time kind x 5 scenarios) | {} |\n| converged | {} |\n| stranded | {} |\n\
          | pods created twice for one replica | {} |\n| pods with more create events than creations | {} |\n\
          | orphans after deletion | {} |\n\
          | resyncs / found work | {:.0} / {:.0} |\n\
-         | forbidden responses (operator as its ServiceAccount) | {:.0} |\n",
+         | 403s to the operator as its ServiceAccount: permission missing / transient (granted) | {:.0} / {:.0} |\n",
         mode(r.chaos),
         r.duration_seconds,
         r.rate,
         r.resync_period_seconds,
+        if r.resync_could_heal {
+            "a resync could heal a strand before its deadline"
+        } else {
+            "no resync before any job's deadline: a strand stays stranded"
+        },
         r.jobs,
         r.converged,
         r.stranded.len(),
@@ -644,23 +693,23 @@ pub fn markdown(r: &SoakResults) -> String {
         r.resyncs,
         r.resync_found_work,
         r.forbidden_responses,
+        r.forbidden_transient,
     );
     if r.chaos {
         if let Some(i) = &r.injected {
             text.push_str(&format!(
                 "| operator kills; slowest restart to ready (s) | {}; {:.1} |\n\
                  | kube-apiserver restart to ready (s) | {:.1} |\n| etcd restart to ready (s) | {:.1} |\n\
-                 | API server frozen (s); operator requests/s meanwhile | {:.0}; {:.2} |\n\
-                 | leader SIGKILLed to the standby's first write (s; lease 15 s) | {:.1} |\n\
-                 | 403s while the restarting API server's RBAC cache was empty | {:.0} |\n",
+                 | API server frozen (s); operator requests/s meanwhile, sent (answered) | {:.0}; {:.2} ({:.2}) |\n\
+                 | leader SIGKILLed to the standby's first write (s; lease 15 s) | {:.1} |\n",
                 i.operator_kills,
                 i.max_operator_ready_seconds,
                 i.apiserver_restart_seconds,
                 i.etcd_restart_seconds,
                 i.outage_seconds,
-                i.outage_requests_per_second,
+                i.outage_attempts_per_second,
+                i.outage_answered_per_second,
                 i.failover_seconds,
-                i.forbidden_after_restarts,
             ));
         }
     } else {
@@ -705,6 +754,7 @@ pub fn markdown(r: &SoakResults) -> String {
         .chain(&r.duplicate_pods)
         .chain(&r.duplicate_create_events)
         .chain(&r.orphans)
+        .chain(&r.forbidden)
         .chain(&r.failures)
     {
         text.push_str(&format!("\n- {line}"));

@@ -4,8 +4,10 @@
 //! is frozen, then the leader of two `--leader-elect` replicas is killed, with 20 PyTorchJobs
 //! submitted at once at the start; the operator runs as its ServiceAccount. `kfop-bench --soak
 //! --chaos` fails unless every job still reaches its expected end with no pod made twice for one
-//! replica, no orphan, no lost event and no forbidden request. This test checks its
-//! verdict and that every fault really ran.
+//! replica, no orphan, no lost event, no request its ClusterRole does not grant and no spin while
+//! the API server is frozen. This test checks its verdict and that every fault really ran. The
+//! resync period (10 min) outlasts the run plus a job's 300 s deadline, so no resync heals a
+//! stranded job before it is counted.
 mod support;
 use support::bench;
 
@@ -20,7 +22,7 @@ fn faults_strand_double_and_orphan_nothing() {
             "--rate",
             "0.5",
             "--soak-resync",
-            "20s",
+            "10m",
             "--nodes",
             "2",
             "--burst-jobs",
@@ -58,8 +60,16 @@ fn faults_strand_double_and_orphan_nothing() {
         "{report}"
     );
     assert_eq!(json["resync_found_work"].as_f64(), Some(0.0), "{report}");
-    // The operator ran as its ServiceAccount with exactly its generated ClusterRole.
+    assert_eq!(json["resync_could_heal"].as_bool(), Some(false), "{report}");
+    // The operator ran as its ServiceAccount with exactly its generated ClusterRole: any 403 was
+    // the restarted API server's, to a request the role grants.
     assert_eq!(json["forbidden_responses"].as_f64(), Some(0.0), "{report}");
+    for denial in json["forbidden"].as_array().unwrap() {
+        assert!(
+            denial.as_str().unwrap().contains("transient"),
+            "{denial}: {report}"
+        );
+    }
     let burst = &json["burst"];
     assert_eq!(burst["succeeded"].as_u64(), Some(20), "{report}");
     for list in ["stranded", "regressed", "wrong_counts", "not_deleted"] {
@@ -67,6 +77,11 @@ fn faults_strand_double_and_orphan_nothing() {
     }
     let injected = &json["injected"];
     assert!(injected["operator_kills"].as_u64().unwrap() >= 3, "{report}");
+    // Measured as sent: a frozen server answers nothing whatever the operator does.
+    assert!(
+        injected["outage_attempts_per_second"].as_f64().is_some(),
+        "{report}"
+    );
     for restart in [
         "apiserver_restart_seconds",
         "etcd_restart_seconds",

@@ -24,8 +24,16 @@ fn operator_bin() -> PathBuf {
 }
 
 /// Runs `kfop-bench` with `args`, its results in `results`, against this build's operator.
+// Each test binary compiles this module; one that sets an environment uses only the next.
+#[allow(dead_code)]
 pub fn bench(args: &[&str], results: &Path) -> Output {
+    bench_with_env(args, results, &[])
+}
+
+/// [`bench`] with `env` set for it and the operators it starts.
+pub fn bench_with_env(args: &[&str], results: &Path, env: &[(&str, &str)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_kfop-bench"))
+        .envs(env.iter().copied())
         .args(args)
         .arg("--results")
         .arg(results)
