@@ -109,7 +109,8 @@ fn write_if_changed(path: &Path, contents: &str) {
 
 /// Packs the crates as `cargo package` does for the registry and unpacks them into a directory
 /// outside the checkout whose `.cargo/config.toml` patches the registry's kfop crates to them.
-/// The directory is the same on every run for this checkout, so a warm run rebuilds nothing.
+/// The directory is the same on every run for this checkout, so a warm run does not rebuild the
+/// kfop crates (only the new scaffold).
 fn publish() -> PathBuf {
     // Packed again every time (seconds): packages left from an older tree would test old code.
     let mut pack = vec!["package", "--quiet", "--allow-dirty", "--no-verify"];
