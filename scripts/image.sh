@@ -11,13 +11,15 @@
 #   (default)   cargo build --release --locked -p kfop-operator, then pack target/release/kfop-operator
 #   --debug     pack target/debug/kfop-operator as `cargo build`/`cargo test` left it: no build,
 #               so packing takes seconds (the install test packs the binary it runs)
-#   --out FILE  the archive (default target/image/kfop-operator-<version>.tar)
+#   --out FILE  the archive (default target/image/kfop-operator-<version>.oci.tar)
 #
-# The archive is a `docker save` tarball (manifest.json, the config, one gzip layer), the format
-# that `docker load`, `podman load` and `crane push` all read, tagged kfop-operator:<version>:
+# The archive is an OCI image archive: an OCI image layout (oci-layout, index.json, blobs/) in
+# one tar, its index naming the image kfop-operator:<version>. `podman load`, `skopeo` and
+# Docker 25 or later read it; crane pushes the unpacked layout:
 #
-#   docker load -i ARCHIVE            # or: podman load -i ARCHIVE
-#   crane push ARCHIVE REGISTRY/kfop-operator:TAG
+#   podman load -i ARCHIVE            # or: docker load -i ARCHIVE
+#   skopeo copy oci-archive:ARCHIVE docker://REGISTRY/kfop-operator:TAG
+#   mkdir layout && tar -xf ARCHIVE -C layout && crane push layout REGISTRY/kfop-operator:TAG
 #   helm install kfop charts/kfop -n kfop-system --create-namespace \
 #     --set image.repository=REGISTRY/kfop-operator,image.tag=TAG
 #
@@ -56,7 +58,7 @@ print(pkg["version"], pkg.get("repository") or "unknown", meta["target_directory
 )
 [ -n "${target_dir:-}" ] || { echo "image.sh: cargo metadata failed" >&2; exit 1; }
 revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
-out=${out:-$target_dir/image/kfop-operator-$version.tar}
+out=${out:-$target_dir/image/kfop-operator-$version.oci.tar}
 
 if [ "$profile" = release ]; then
   echo "image.sh: cargo build --release --locked -p kfop-operator" >&2
@@ -128,12 +130,10 @@ done
 [ -n "$port" ] || { echo "image.sh: crane registry did not start:" >&2; cat "$tmp/registry.log" >&2; exit 1; }
 staging=127.0.0.1:$port/kfop-operator:build
 
-# One layer on the empty base (OCI media types), then the config; the result is saved locally
-# under the plain name kfop-operator:<version>.
+# One layer on the empty base (OCI media types), then the config.
 "$crane" append --oci-empty-base --new_layer "$layer" --new_tag "$staging" \
   >/dev/null 2>>"$tmp/crane.log"
-mkdir -p "$(dirname "$out")"
-rm -f "$out"
+final=127.0.0.1:$port/kfop-operator:$version
 "$crane" mutate "$staging" \
   --set-platform "linux/$arch" \
   --entrypoint /kfop-operator \
@@ -143,9 +143,30 @@ rm -f "$out"
   --label "org.opencontainers.image.version=$version" \
   --label "org.opencontainers.image.revision=$revision" \
   --label "org.opencontainers.image.source=$source" \
-  --tag "kfop-operator:$version" \
-  --output "$out" >/dev/null 2>>"$tmp/crane.log"
-"$crane" validate --tarball "$out" >>"$tmp/crane.log" 2>&1
+  --tag "$final" >/dev/null 2>>"$tmp/crane.log"
+"$crane" validate --remote "$final" >>"$tmp/crane.log" 2>&1
+# The image as an OCI layout, then one tar of it.
+layout=$tmp/layout
+"$crane" pull --format oci "$final" "$layout" 2>>"$tmp/crane.log"
+# crane names no reference in a pulled layout's index (--annotate-ref would name the loopback
+# registry), so the one annotation the loaders read gets the image's own name.
+python3 - "$layout/index.json" "kfop-operator:$version" <<'PY'
+import json, sys
+path, name = sys.argv[1], sys.argv[2]
+with open(path) as f:
+    index = json.load(f)
+(manifest,) = index["manifests"]
+manifest.setdefault("annotations", {})["org.opencontainers.image.ref.name"] = name
+with open(path, "w") as f:
+    json.dump(index, f, separators=(",", ":"))
+PY
+# Plain modes for the layout's files, whatever crane's umask gave them.
+find "$layout" -type d -exec chmod 0755 {} +
+find "$layout" -type f -exec chmod 0644 {} +
+mkdir -p "$(dirname "$out")"
+rm -f "$out"
+tar --create --file="$out" --directory="$layout" --format=gnu --sort=name \
+  --numeric-owner --owner=0 --group=0 --mtime=@0 oci-layout index.json blobs
 
 layer_bytes=$(stat -c %s "$layer")
 echo "image.sh: kfop-operator:$version ($profile, linux/$arch, revision $revision): 1 layer," \

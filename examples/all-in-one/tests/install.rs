@@ -872,6 +872,8 @@ impl Operator {
 #[derive(Debug)]
 struct Image {
     archive: PathBuf,
+    /// The OCI image layout the archive holds, unpacked.
+    layout: PathBuf,
     root: PathBuf,
     /// Every file of the root, by its path in the image (`/kfop-operator`, ...).
     files: BTreeSet<String>,
@@ -887,7 +889,7 @@ fn image() -> &'static Image {
         let dir = std::env::temp_dir().join(format!("kfop-image-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let archive = dir.join("kfop-operator.tar");
+        let archive = dir.join("kfop-operator.oci.tar");
         let script = repo_root().join("scripts/image.sh");
         let out = run(
             Path::new("bash"),
@@ -902,14 +904,20 @@ fn image() -> &'static Image {
         assert_eq!(Path::new(last), archive, "image.sh's last line: {out}");
         let packed_in = started.elapsed();
 
-        // `crane export - OUT` reads the archive from stdin and writes the image's filesystem.
+        // The OCI layout the archive holds, pushed as a user pushes it, and the image's
+        // filesystem read back with `crane export`.
+        let layout = dir.join("layout");
+        std::fs::create_dir_all(&layout).unwrap();
+        run(
+            Path::new("tar"),
+            &["-xf", archive.to_str().unwrap(), "-C", layout.to_str().unwrap()],
+        );
+        let registry = Registry::start();
+        let reference = format!("{}/kfop-operator:unpacked", registry.host);
+        let crane = tool("crane");
+        run(&crane, &["push", layout.to_str().unwrap(), &reference]);
         let flat = dir.join("rootfs.tar");
-        let status = Command::new(tool("crane"))
-            .args(["export", "-", flat.to_str().unwrap()])
-            .stdin(std::fs::File::open(&archive).unwrap())
-            .status()
-            .unwrap();
-        assert!(status.success(), "crane export: {status}");
+        run(&crane, &["export", &reference, flat.to_str().unwrap()]);
         let root = dir.join("root");
         std::fs::create_dir_all(&root).unwrap();
         run(
@@ -927,6 +935,7 @@ fn image() -> &'static Image {
         );
         Image {
             archive,
+            layout,
             root,
             files,
             version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -1094,11 +1103,32 @@ fn image_holds_the_operator_and_its_libraries_and_the_chart_runs_it() {
     let repository = format!("{}/kfop-operator", registry.host);
     let tag = format!("{version}-test");
     let reference = format!("{repository}:{tag}");
-    run(&crane, &["push", image.archive.to_str().unwrap(), &reference]);
+    run(&crane, &["push", image.layout.to_str().unwrap(), &reference]);
     let config: Value = serde_json::from_str(&run(&crane, &["config", &reference])).unwrap();
     let manifest: Value = serde_json::from_str(&run(&crane, &["manifest", &reference])).unwrap();
     let layers = manifest["layers"].as_array().unwrap();
     assert_eq!(layers.len(), 1, "one layer: {manifest}");
+    // An OCI image archive: the layout's marker, and an index naming the one OCI manifest.
+    let marker: Value =
+        serde_json::from_str(&std::fs::read_to_string(image.layout.join("oci-layout")).unwrap()).unwrap();
+    assert_eq!(marker["imageLayoutVersion"], "1.0.0", "{marker}");
+    let index: Value =
+        serde_json::from_str(&std::fs::read_to_string(image.layout.join("index.json")).unwrap()).unwrap();
+    let entries = index["manifests"].as_array().unwrap();
+    assert_eq!(entries.len(), 1, "{index}");
+    assert_eq!(
+        entries[0]["mediaType"], "application/vnd.oci.image.manifest.v1+json",
+        "{index}"
+    );
+    assert_eq!(
+        entries[0]["annotations"]["org.opencontainers.image.ref.name"],
+        format!("kfop-operator:{version}"),
+        "{index}"
+    );
+    assert_eq!(
+        manifest["mediaType"], "application/vnd.oci.image.manifest.v1+json",
+        "{manifest}"
+    );
     let compressed = layers[0]["size"].as_u64().unwrap();
     let archive = std::fs::metadata(&image.archive).unwrap().len();
     eprintln!(
