@@ -73,6 +73,8 @@ pub struct Injected {
     pub apiserver_restart_seconds: f64,
     pub etcd_restart_seconds: f64,
     pub outage_seconds: f64,
+    /// API requests the operator sent while the API server was frozen.
+    pub outage_attempts: f64,
     /// API requests per second the operator sent while the API server was frozen (it must back
     /// off, not spin), counted as they were sent (`kfop_client_request_attempts_total`).
     pub outage_attempts_per_second: f64,
@@ -226,16 +228,17 @@ impl Operators {
         }
     }
 
-    /// The current process's requests sent so far, and answered so far.
+    /// The current process's requests sent so far, and answered so far; NaN when they cannot
+    /// be read, so a failed scrape shows as no figure rather than as 0.
     async fn requests(&self) -> (f64, f64) {
         match &self.current {
-            Some(current) => current.scrape().await.map_or((0.0, 0.0), |m| {
+            Some(current) => current.scrape().await.map_or((f64::NAN, f64::NAN), |m| {
                 (
                     operator::sum(&m, "kfop_client_request_attempts_total", |_| true),
                     operator::sum(&m, "kfop_client_requests_total", |_| true),
                 )
             }),
-            None => (0.0, 0.0),
+            None => (f64::NAN, f64::NAN),
         }
     }
 
@@ -318,6 +321,7 @@ pub async fn inject(
     plane.freeze("kube-apiserver", false)?;
     done.outage_seconds = outage.as_secs_f64();
     let per_second = |n: f64| n / outage.as_secs_f64().max(1.0);
+    done.outage_attempts = sent_after - sent;
     done.outage_attempts_per_second = per_second(sent_after - sent);
     done.outage_answered_per_second = per_second(answered_after - answered);
 

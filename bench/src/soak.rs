@@ -626,6 +626,13 @@ fn check(results: &mut SoakResults, duration: Duration) {
         ));
     }
     if let Some(injected) = &results.injected
+        && !injected.outage_attempts_per_second.is_finite()
+    {
+        results
+            .failures
+            .push("the operator's requests during the outage could not be read".into());
+    }
+    if let Some(injected) = &results.injected
         && injected.outage_attempts_per_second > chaos::MAX_OUTAGE_ATTEMPTS_PER_SECOND
     {
         results.failures.push(format!(
@@ -700,13 +707,14 @@ pub fn markdown(r: &SoakResults) -> String {
             text.push_str(&format!(
                 "| operator kills; slowest restart to ready (s) | {}; {:.1} |\n\
                  | kube-apiserver restart to ready (s) | {:.1} |\n| etcd restart to ready (s) | {:.1} |\n\
-                 | API server frozen (s); operator requests/s meanwhile, sent (answered) | {:.0}; {:.2} ({:.2}) |\n\
+                 | API server frozen (s); operator requests sent meanwhile; per second, sent (answered) | {:.0}; {:.0}; {:.2} ({:.2}) |\n\
                  | leader SIGKILLed to the standby's first write (s; lease 15 s) | {:.1} |\n",
                 i.operator_kills,
                 i.max_operator_ready_seconds,
                 i.apiserver_restart_seconds,
                 i.etcd_restart_seconds,
                 i.outage_seconds,
+                i.outage_attempts,
                 i.outage_attempts_per_second,
                 i.outage_answered_per_second,
                 i.failover_seconds,
