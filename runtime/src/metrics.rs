@@ -27,8 +27,33 @@ struct ControllerLabels {
     controller: String,
 }
 
+/// Why work a resync found should already have been done: a lost event, by where it was lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overdue {
+    /// No trigger ever reached the controller for this job (its own watch event was lost).
+    NeverTriggered,
+    /// A trigger reached the controller but no reconcile started within `controller::QUEUE_BOUND`.
+    TriggerDropped,
+    /// The last reconcile ended quietly and the caches have changed since with no trigger (a
+    /// child's watch event was lost).
+    LostEvent,
+}
+
+impl Overdue {
+    /// The `cause` label of `kfop_resync_found_work_total`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::NeverTriggered => "never_triggered",
+            Self::TriggerDropped => "trigger_dropped",
+            Self::LostEvent => "lost_event",
+        }
+    }
+
+    pub const ALL: [Self; 3] = [Self::NeverTriggered, Self::TriggerDropped, Self::LostEvent];
+}
+
 /// Labels of `kfop_resync_found_work_total`: the controller and where the event was lost
-/// (`never_triggered`, `trigger_dropped`, `lost_event`; see `controller::Overdue`).
+/// (`never_triggered`, `trigger_dropped`, `lost_event`; see [`Overdue`]).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct FoundWorkLabels {
     controller: String,
@@ -246,7 +271,7 @@ impl Metrics {
             controller: controller.to_owned(),
         };
         let _ = self.resyncs.get_or_create(&labels);
-        for cause in crate::controller::Overdue::ALL {
+        for cause in Overdue::ALL {
             let _ = self.resync_found_work.get_or_create(&FoundWorkLabels {
                 controller: controller.to_owned(),
                 cause: cause.label(),

@@ -44,30 +44,8 @@ impl Seen {
     }
 }
 
-/// Why work a resync found should already have been done: a lost event, by where it was lost.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Overdue {
-    /// No trigger ever reached the controller for this job (its own watch event was lost).
-    NeverTriggered,
-    /// A trigger reached the controller but no reconcile started within [`QUEUE_BOUND`].
-    TriggerDropped,
-    /// The last reconcile ended quietly and the caches have changed since with no trigger (a
-    /// child's watch event was lost).
-    LostEvent,
-}
-
-impl Overdue {
-    /// The `cause` label of `kfop_resync_found_work_total`.
-    pub fn label(self) -> &'static str {
-        match self {
-            Self::NeverTriggered => "never_triggered",
-            Self::TriggerDropped => "trigger_dropped",
-            Self::LostEvent => "lost_event",
-        }
-    }
-
-    pub const ALL: [Self; 3] = [Self::NeverTriggered, Self::TriggerDropped, Self::LostEvent];
-}
+// The causes are the metric's label values, so they live with the metric.
+pub use crate::metrics::Overdue;
 
 impl PerJob<Owner, Seen> {
     fn update(&self, job: &Owner, f: impl FnOnce(&mut Seen)) {
