@@ -4,9 +4,10 @@
 //! operator still running), each named on its own line and fixed in turn until the check exits
 //! 0; and the operator refusing to start out of cluster against a CRD whose conversion webhook
 //! nothing serves, with one line naming the flag.
+mod common;
+
 use std::collections::BTreeSet;
 use std::net::{SocketAddr, TcpListener};
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
@@ -16,7 +17,7 @@ use kfop_runtime::k8s_openapi::api::core::v1::ServiceAccount;
 use kfop_runtime::k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kfop_runtime::kube::Api;
 use kfop_runtime::kube::api::{Patch, PatchParams, PostParams};
-use kfop_testenv::peer::{OperatorProcess, PeerBuild};
+use kfop_testenv::peer::PeerBuild;
 use kfop_testenv::{TestEnv, wait};
 use serde_json::{Value, json};
 
@@ -161,22 +162,7 @@ async fn check_names_each_broken_state_and_passes_once_all_are_fixed() {
         format!("--webhook-url=https://{webhook}"),
         "--webhook-namespace=default".to_owned(),
     ];
-    let mut operator = OperatorProcess::spawn(
-        "kfop-operator",
-        Path::new(OPERATOR),
-        &args,
-        &[("KUBECONFIG", env.kubeconfig().display().to_string())],
-        &[
-            "KUBEFLOW_NAMESPACE",
-            "MY_POD_NAMESPACE",
-            "KUBERNETES_SERVICE_HOST",
-        ],
-    )
-    .unwrap();
-    operator
-        .wait_http_ok(metrics, "/readyz", wait::default_timeout())
-        .await
-        .unwrap();
+    let mut operator = common::start_operator(env, &args, metrics, &[]).await;
     let lines = wait::until(
         "the v1 MPIJob dry run to pass through the webhook",
         wait::default_timeout(),

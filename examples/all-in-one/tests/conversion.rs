@@ -3,9 +3,10 @@
 //! on the real plane, converted by the webhook the operator binary serves itself: each read
 //! back in the other version, both run to their end, and the certificate rotated (a 30 s
 //! validity) and replaced after expiry while v1 jobs keep being created.
+mod common;
+
 use std::collections::BTreeSet;
 use std::net::{SocketAddr, TcpListener};
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use kfop_operator::deploy;
@@ -42,27 +43,7 @@ async fn start(env: &TestEnv, ns: &str, webhook: SocketAddr) -> OperatorProcess 
         "--webhook-cert-validity=30s".to_owned(),
         format!("--mpi-kubectl-delivery-image={DELIVERY_IMAGE}"),
     ];
-    let env_vars = [
-        ("KUBECONFIG", env.kubeconfig().display().to_string()),
-        ("RUST_LOG", "info".to_owned()),
-    ];
-    let mut operator = OperatorProcess::spawn(
-        "kfop-operator",
-        Path::new(env!("CARGO_BIN_EXE_kfop-operator")),
-        &args,
-        &env_vars,
-        &[
-            "KUBEFLOW_NAMESPACE",
-            "MY_POD_NAMESPACE",
-            "KUBERNETES_SERVICE_HOST",
-        ],
-    )
-    .unwrap();
-    operator
-        .wait_http_ok(metrics, "/readyz", wait::default_timeout())
-        .await
-        .unwrap();
-    operator
+    common::start_operator(env, &args, metrics, &[("RUST_LOG", "info".to_owned())]).await
 }
 
 fn api(ns: &TestNamespace, version: &str) -> Api<DynamicObject> {

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests that run jobs through the all-in-one operator
-//! (`stranded.rs`, `kueue.rs`). Each test binary uses only some of them.
+//! (`stranded.rs`, `kueue.rs`, ...). Each test binary uses only some of them.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+use std::net::SocketAddr;
+use std::path::Path;
 use std::time::Duration;
 
 use kfop_operator::samples;
@@ -8,7 +10,8 @@ use kfop_operator::schemes::Scheme;
 use kfop_runtime::api::{JobConditionType, JobStatus};
 use kfop_runtime::k8s_openapi::api::core::v1::Pod;
 use kfop_runtime::kube::api::{Api, DynamicObject, ListParams};
-use kfop_testenv::{TestNamespace, pods, wait};
+use kfop_testenv::peer::OperatorProcess;
+use kfop_testenv::{TestEnv, TestNamespace, pods, wait};
 
 /// How many pods `scheme`'s sample job runs.
 pub fn pod_count(scheme: Scheme) -> usize {
@@ -73,4 +76,34 @@ pub async fn until_succeeded(api: &Api<DynamicObject>, name: &str, how: &str) {
         let job = api.get(name).await.unwrap();
         panic!("{error}; the job's status: {:?}", job.data.get("status"));
     }
+}
+
+/// The all-in-one binary out of cluster on `env`'s plane with `args` (`--metrics-bind-address`
+/// among them: `metrics`) and `KUBECONFIG` plus `extra_env`, none of the in-cluster variables;
+/// returned once `/readyz` answers.
+pub async fn start_operator(
+    env: &TestEnv,
+    args: &[String],
+    metrics: SocketAddr,
+    extra_env: &[(&str, String)],
+) -> OperatorProcess {
+    let mut vars = vec![("KUBECONFIG", env.kubeconfig().display().to_string())];
+    vars.extend(extra_env.iter().cloned());
+    let mut operator = OperatorProcess::spawn(
+        "kfop-operator",
+        Path::new(env!("CARGO_BIN_EXE_kfop-operator")),
+        args,
+        &vars,
+        &[
+            "KUBEFLOW_NAMESPACE",
+            "MY_POD_NAMESPACE",
+            "KUBERNETES_SERVICE_HOST",
+        ],
+    )
+    .unwrap();
+    operator
+        .wait_http_ok(metrics, "/readyz", wait::default_timeout())
+        .await
+        .unwrap();
+    operator
 }
