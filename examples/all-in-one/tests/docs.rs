@@ -337,23 +337,35 @@ fn anchors(text: &str) -> BTreeSet<String> {
     out
 }
 
-/// Inline links `[text](target)` of prose (not in code), with their line numbers.
-fn links(text: &str) -> Vec<(usize, String)> {
+/// The lines of prose (outside code blocks, code spans blanked), with their line numbers.
+fn prose_lines(text: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
     for b in blocks(text) {
         if b.code.is_some() {
             continue;
         }
         let (_, prose) = code_spans(&b.text);
-        for (offset, line) in prose.lines().enumerate() {
-            let mut rest = line;
-            while let Some(at) = rest.find("](") {
-                let after = &rest[at + 2..];
-                let end = after.find(')').unwrap_or(after.len());
-                let target = after[..end].split_whitespace().next().unwrap_or("").to_owned();
-                out.push((b.line + offset, target));
-                rest = &after[end..];
-            }
+        out.extend(
+            prose
+                .lines()
+                .enumerate()
+                .map(|(offset, line)| (b.line + offset, line.to_owned())),
+        );
+    }
+    out
+}
+
+/// Inline links `[text](target)` of prose (not in code), with their line numbers.
+fn links(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (number, line) in prose_lines(text) {
+        let mut rest = line.as_str();
+        while let Some(at) = rest.find("](") {
+            let after = &rest[at + 2..];
+            let end = after.find(')').unwrap_or(after.len());
+            let target = after[..end].split_whitespace().next().unwrap_or("").to_owned();
+            out.push((number, target));
+            rest = &after[end..];
         }
     }
     out
@@ -723,22 +735,12 @@ fn check_cli(doc: &str, text: &str, trees: &BTreeMap<Bin, Cmd>) -> Vec<String> {
 /// `#17`-style issue numbers outside code.
 fn issue_numbers(doc: &str, text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for b in blocks(text) {
-        if b.code.is_some() {
-            continue;
-        }
-        let (_, prose) = code_spans(&b.text);
-        for (offset, line) in prose.lines().enumerate() {
-            for (at, _) in line.match_indices('#') {
-                let before = line[..at].chars().next_back();
-                let digits = line[at + 1..].chars().take_while(char::is_ascii_digit).count();
-                if digits > 0 && !before.is_some_and(|c| c.is_alphanumeric() || c == '/' || c == '&') {
-                    out.push(format!(
-                        "{doc}:{}: an issue number: {}",
-                        b.line + offset,
-                        line.trim()
-                    ));
-                }
+    for (number, line) in prose_lines(text) {
+        for (at, _) in line.match_indices('#') {
+            let before = line[..at].chars().next_back();
+            let digits = line[at + 1..].chars().take_while(char::is_ascii_digit).count();
+            if digits > 0 && !before.is_some_and(|c| c.is_alphanumeric() || c == '/' || c == '&') {
+                out.push(format!("{doc}:{number}: an issue number: {}", line.trim()));
             }
         }
     }
