@@ -94,11 +94,17 @@ impl Assets {
     }
 }
 
+/// The Kubernetes version the plane is built from (`v1.37.2`): the one place it is set is the
+/// `k8s.io/kubernetes` line of `controlplane/k8s/go.mod`.
+pub(crate) fn kubernetes_version() -> String {
+    required_version(K8S_GO_MOD, "k8s.io/kubernetes")
+}
+
 /// Mirrors the cache key in `build.sh`: both read the versions from the wrapper go.mod files.
 fn default_bin_dir() -> PathBuf {
     let key = format!(
         "k8s-{}_etcd-{}_kwok-{}",
-        required_version(K8S_GO_MOD, "k8s.io/kubernetes"),
+        kubernetes_version(),
         required_version(ETCD_GO_MOD, "go.etcd.io/etcd/server/v3"),
         required_version(KWOK_GO_MOD, "sigs.k8s.io/kwok"),
     );
@@ -150,7 +156,7 @@ mod tests {
 
     #[test]
     fn versions_come_from_the_wrapper_modules() {
-        assert!(required_version(K8S_GO_MOD, "k8s.io/kubernetes").starts_with("v1.3"));
+        assert!(kubernetes_version().starts_with("v1.3"));
         assert!(required_version(ETCD_GO_MOD, "go.etcd.io/etcd/server/v3").starts_with("v3.6"));
         assert!(required_version(KWOK_GO_MOD, "sigs.k8s.io/kwok").starts_with("v0."));
         assert_eq!(required_version("require x v1\n", "y"), "unknown");

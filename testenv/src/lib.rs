@@ -26,6 +26,7 @@ mod plane;
 pub mod pods;
 mod ports;
 mod process;
+mod version;
 pub mod wait;
 
 pub use assets::{Assets, BUILD_COMMAND};

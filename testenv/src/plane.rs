@@ -16,6 +16,7 @@ use crate::pki::Pki;
 use crate::ports::free_ports;
 pub use crate::process::Lifetime;
 use crate::process::{self, Component, pid_alive, stop_pid};
+use crate::version;
 use crate::{Error, Result};
 
 /// How to start a plane.
@@ -417,6 +418,8 @@ fn apiserver_args(pki: &Pki, etcd_port: u16, port: u16, fairness: bool) -> Vec<S
         "--allow-privileged=true".to_owned(),
         "--endpoint-reconciler-type=none".to_owned(),
         "--profiling=false".to_owned(),
+        version::feature_gates_arg(),
+        version::runtime_config_arg(),
     ];
     if !fairness {
         // No fairness queues or inflight caps: benchmarks measure the operator, not throttling.
@@ -433,10 +436,9 @@ fn apiserver_args(pki: &Pki, etcd_port: u16, port: u16, fairness: bool) -> Vec<S
 }
 
 fn kcm_args(kubeconfig: &str, pki: &Pki, port: u16, service_work: bool) -> Vec<String> {
-    // kwok nodes send no kubelet heartbeats worth judging and have no cloud or pod CIDRs.
-    let mut controllers = "--controllers=*,-node-lifecycle-controller,-node-ipam-controller,\
-         -cloud-node-lifecycle-controller,-service-lb-controller,-node-route-controller"
-        .to_owned();
+    // kwok nodes send no kubelet heartbeats worth judging and have no pod CIDRs. (The cloud
+    // controllers are gone from kube-controller-manager 1.37; naming one fails its start.)
+    let mut controllers = "--controllers=*,-node-lifecycle-controller,-node-ipam-controller".to_owned();
     if !service_work {
         controllers
             .push_str(",-endpoints-controller,-endpointslice-controller,-endpointslice-mirroring-controller");
@@ -455,6 +457,7 @@ fn kcm_args(kubeconfig: &str, pki: &Pki, port: u16, service_work: bool) -> Vec<S
         "--kube-api-qps=500".to_owned(),
         "--kube-api-burst=1000".to_owned(),
         "--profiling=false".to_owned(),
+        version::feature_gates_arg(),
     ]
 }
 
@@ -479,8 +482,10 @@ fn scheduler_config(kubeconfig: &Path, service_work: bool) -> String {
 }
 
 /// Pods of gang-scheduled jobs name Volcano's or scheduler-plugins' scheduler; the local
-/// scheduler answers to those names too (with the default plugins, no gang semantics), so such
-/// pods run. Admission of PodGroups is the tests' part.
+/// scheduler answers to those names too (with the default plugins, no Volcano or
+/// scheduler-plugins gang semantics), so such pods run. Admission of their PodGroups is the tests'
+/// part. Every profile has Kubernetes' own `GangScheduling` plugin (see [`version`]), which acts
+/// only on pods whose `spec.schedulingGroup` names a `scheduling.k8s.io` PodGroup.
 const SCHEDULER_NAMES: [&str; 3] = ["default-scheduler", "volcano", "scheduler-plugins-scheduler"];
 
 fn scheduler_args(kubeconfig: &str, config: &Path, port: u16) -> Vec<String> {
@@ -491,6 +496,7 @@ fn scheduler_args(kubeconfig: &str, config: &Path, port: u16) -> Vec<String> {
         "--bind-address=127.0.0.1".to_owned(),
         format!("--secure-port={port}"),
         "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics".to_owned(),
+        version::feature_gates_arg(),
     ]
 }
 
