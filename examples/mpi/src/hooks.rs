@@ -1,12 +1,10 @@
 // Scaffolded by kfop 0.1.0. This file is yours: `kfop gen` never changes it.
-//! MPIJob: a job runs with the semantics of the API it was created in. Created as v2beta1
-//! (mpi-operator): the worker pods' SSH setup and DNS, the environment both roles get, and the
-//! status, which the launcher batch Job decides. Created as v1 (training-operator v1.8.1): the
-//! launcher is a pod, and [`crate::v1`] has the rest.
+//! MPIJob: a job runs with the semantics of the API it was created in, one framework per version.
+//! Created as v2beta1 ([`V2beta1`], mpi-operator): the worker pods' SSH setup and DNS, the
+//! environment both roles get, and the status, which the launcher batch Job decides. Created as
+//! v1 ([`v1::V1`], training-operator v1.8.1): the launcher is a pod.
 use std::collections::BTreeMap;
 
-use kfop_runtime::api::CleanPodPolicy;
-use kfop_runtime::api::RestartPolicy;
 use kfop_runtime::k8s_openapi::api::core::v1::{
     EnvVar, KeyToPath, PodDNSConfig, PodSpec, PodTemplateSpec, SecretVolumeSource, Volume, VolumeMount,
 };
@@ -14,10 +12,10 @@ use kfop_runtime::kube::ResourceExt;
 use kfop_runtime::kube::api::{ApiResource, DynamicObject};
 use kfop_runtime::labels::{JOB_ROLE, child_name};
 use kfop_runtime::plan::{JobName, LifecycleWording};
-use kfop_runtime::{DesiredObject, FrameworkError, Hooks, JobContext, PodContext, StatusUpdate};
+use kfop_runtime::{DesiredObject, Framework, FrameworkError, JobContext, PodContext, StatusUpdate};
 
 use crate::api::MPIJob;
-use crate::{Mpi, objects, status, v1};
+use crate::{objects, status, v1};
 
 pub const ROLE_ENV: &str = "K_MPI_JOB_ROLE";
 pub const SSH_VOLUME: &str = "ssh-auth";
@@ -32,7 +30,46 @@ pub fn ssh_secret_name(job: &str) -> String {
     format!("{job}-ssh")
 }
 
-impl Hooks for Mpi {
+/// The MPIJob framework: one per API version on one CRD, each job run by the version it was
+/// created in (the conversion webhook records it).
+#[derive(Debug, Clone, Default)]
+pub struct Mpi {
+    pub v2beta1: V2beta1,
+    pub v1: v1::V1,
+}
+
+impl Framework for Mpi {
+    type Job = MPIJob;
+
+    fn for_job(&self, job: &MPIJob) -> &dyn Framework<Job = MPIJob> {
+        if v1::created_as_v1(job) {
+            &self.v1
+        } else {
+            &self.v2beta1
+        }
+    }
+
+    /// One Service for the whole job instead of one per replica, in both versions.
+    fn creates_services(&self) -> bool {
+        false
+    }
+
+    fn owned_kinds(&self) -> Vec<ApiResource> {
+        objects::kinds().into_iter().chain(v1::objects::kinds()).collect()
+    }
+
+    fn prepare_object(&self, object: &mut DynamicObject) -> Result<(), FrameworkError> {
+        objects::prepare_object(object)
+    }
+}
+
+/// An MPIJob created as `v2beta1`, run as mpi-operator v0.6.0 runs it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct V2beta1;
+
+impl Framework for V2beta1 {
+    type Job = MPIJob;
+
     /// A worker pod as mpi-operator's `newWorker` shapes it: hostname and subdomain behind the job's
     /// headless Service, the service's DNS search domain, sshd as the default command, the role
     /// variable and the SSH key pair.
@@ -41,12 +78,6 @@ impl Hooks for Mpi {
         ctx: &PodContext<'_, MPIJob>,
         template: &mut PodTemplateSpec,
     ) -> Result<(), FrameworkError> {
-        if v1::created_as_v1(ctx.job) {
-            return match ctx.role {
-                "Launcher" => v1::pods::decorate_launcher(ctx.job, template),
-                _ => v1::pods::decorate_worker(ctx.job, template),
-            };
-        }
         if ctx.role != "Worker" {
             return Ok(());
         }
@@ -77,22 +108,15 @@ impl Hooks for Mpi {
         mount_ssh(spec, &job, ctx.job.spec.extra.ssh_path())
     }
 
-    /// The launcher batch Job decides (mpi-operator's `updateMPIJobStatus`); for v1, the
-    /// launcher pod.
+    /// The launcher batch Job decides (mpi-operator's `updateMPIJobStatus`).
     fn update_status(&self, job: &MPIJob, update: &mut StatusUpdate<'_>) {
-        if v1::created_as_v1(job) {
-            v1::status::update_status(update);
-        } else {
-            status::update_status(job, update);
-        }
+        status::update_status(job, update);
     }
 
     /// mpi-operator's wording: the job's namespace in Created (with an event) and in the
     /// Running=False of a suspended job; no name in Suspended and Resumed; its suspension.
     fn lifecycle_wording(&self, job: &MPIJob, name: JobName<'_>) -> LifecycleWording {
-        if v1::created_as_v1(job) {
-            return LifecycleWording::training_operator(name);
-        }
+        let _ = job;
         let JobName {
             kind,
             name,
@@ -108,55 +132,29 @@ impl Hooks for Mpi {
         }
     }
 
-    /// A v2beta1 launcher runs in its batch Job, a v1 launcher is a pod.
+    /// The launcher runs in its batch Job.
     fn creates_pods(&self, job: &MPIJob, role: &str) -> bool {
-        role != "Launcher" || v1::created_as_v1(job)
+        let _ = job;
+        role != "Launcher"
     }
 
-    /// A v1 job's deprecated `spec.cleanPodPolicy` counts when `runPolicy` has none, as in
-    /// training-operator.
-    fn clean_pod_policy(&self, job: &MPIJob) -> CleanPodPolicy {
-        job.spec
-            .run_policy
-            .clean_pod_policy
-            .or_else(|| v1::clean_pod_policy(job).filter(|_| v1::created_as_v1(job)))
-            .unwrap_or(CleanPodPolicy::None)
-    }
-
-    /// training-operator defaults a v1 job's launcher to Never (mpi-operator's is OnFailure).
-    fn default_restart_policy(&self, job: &MPIJob, role: &str) -> Option<RestartPolicy> {
-        (role == "Launcher" && v1::created_as_v1(job)).then_some(RestartPolicy::Never)
-    }
-
-    /// training-operator names its one v1 launcher pod `<job>-launcher`.
+    /// `<job>-launcher` names the launcher's batch Job (and so its pods' prefix).
     fn pod_name(&self, job: &MPIJob, role: &str, index: i32) -> String {
-        let name = job.name_any();
-        if role == "Launcher" {
-            status::launcher_name(&name)
-        } else {
-            child_name(&name, role, index)
-        }
-    }
-
-    /// One Service for the whole job instead of one per replica.
-    fn creates_services(&self) -> bool {
-        false
-    }
-
-    fn owned_kinds(&self) -> Vec<ApiResource> {
-        objects::kinds().into_iter().chain(v1::objects::kinds()).collect()
+        launcher_or_child(job, role, index)
     }
 
     fn desired_objects(&self, ctx: &JobContext<'_, MPIJob>) -> Result<Vec<DesiredObject>, FrameworkError> {
-        if v1::created_as_v1(ctx.job) {
-            v1::objects::desired_objects(ctx)
-        } else {
-            objects::desired_objects(ctx)
-        }
+        objects::desired_objects(ctx)
     }
+}
 
-    fn prepare_object(&self, object: &mut DynamicObject) -> Result<(), FrameworkError> {
-        objects::prepare_object(object)
+/// `<job>-launcher` for the launcher, Kubeflow's `<job>-<role>-<index>` for the rest.
+pub fn launcher_or_child(job: &MPIJob, role: &str, index: i32) -> String {
+    let name = job.name_any();
+    if role == "Launcher" {
+        status::launcher_name(&name)
+    } else {
+        child_name(&name, role, index)
     }
 }
 
@@ -198,6 +196,7 @@ pub fn mount_ssh(spec: &mut PodSpec, job: &str, path: &str) -> Result<(), Framew
         key: key.to_owned(),
         path: path.to_owned(),
         mode: None,
+        ..Default::default()
     };
     spec.volumes.get_or_insert_with(Vec::new).push(Volume {
         name: SSH_VOLUME.to_owned(),
@@ -210,6 +209,7 @@ pub fn mount_ssh(spec: &mut PodSpec, job: &str, path: &str) -> Result<(), Framew
                 item(SSH_PUBLIC_KEY, "authorized_keys"),
             ]),
             optional: None,
+            ..Default::default()
         }),
         ..Volume::default()
     });
@@ -226,6 +226,7 @@ pub fn mount_ssh(spec: &mut PodSpec, job: &str, path: &str) -> Result<(), Framew
 
 #[cfg(test)]
 mod tests {
+    use kfop_runtime::api::RestartPolicy;
     use kfop_runtime::serde_json::{self, json};
 
     use super::*;
@@ -242,15 +243,11 @@ mod tests {
 
     #[test]
     fn only_a_v1_launcher_defaults_to_never() {
+        let mpi = Mpi::default();
         let v1 = job(json!({ crate::convert::CREATED_AS: "v1" }));
-        assert_eq!(
-            Hooks::default_restart_policy(&Mpi, &v1, "Launcher"),
-            Some(RestartPolicy::Never)
-        );
-        assert_eq!(Hooks::default_restart_policy(&Mpi, &v1, "Worker"), None);
-        assert_eq!(
-            Hooks::default_restart_policy(&Mpi, &job(json!({})), "Launcher"),
-            None
-        );
+        let restart = |j: &MPIJob, role| mpi.for_job(j).default_restart_policy(j, role);
+        assert_eq!(restart(&v1, "Launcher"), Some(RestartPolicy::Never));
+        assert_eq!(restart(&v1, "Worker"), None);
+        assert_eq!(restart(&job(json!({})), "Launcher"), None);
     }
 }

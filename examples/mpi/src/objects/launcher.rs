@@ -100,6 +100,7 @@ pub fn mount_config(pod: &mut PodSpec, job: &str, files: &[(&str, i32)]) -> Resu
             key: (*key).to_owned(),
             path: (*key).to_owned(),
             mode: Some(*mode),
+            ..Default::default()
         })
         .collect();
     pod.volumes.get_or_insert_with(Vec::new).push(Volume {
