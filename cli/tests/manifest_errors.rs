@@ -2,7 +2,7 @@
 //! Malformed manifests: each gives one line naming the position, the field and the fix.
 use std::path::Path;
 
-use kfop::manifest::{default_manifest, parse};
+use kfop::manifest::{default_manifest, parse, parse_with_warnings};
 
 const GOOD: &str = "apiVersion: kfop.dev/v1alpha1
 kind: Framework
@@ -24,8 +24,9 @@ spec:
   env:
     - name: RANK
       value: \"{rank}\"
-  success:
-    - allOf: Master
+  status:
+    success:
+      - allOf: Master
 ";
 
 fn error_for(from: &str, to: &str) -> String {
@@ -125,57 +126,79 @@ fn malformed_manifests() {
         (
             "allOf: Master",
             "allOf: Boss",
-            "spec.success[0].allOf: unknown role `Boss`; declared roles are Master, Worker",
+            "kfop.yaml:23:16: spec.status.success[0].allOf: unknown role `Boss`; declared roles are Master, Worker",
         ),
         (
-            "  success:",
-            "  resources: [gpus]\n  success:",
+            "      - allOf: Master\n",
+            "      - allOf: Master\n        anyOf: Worker\n",
+            "kfop.yaml:23:9: spec.status.success[0]: give exactly one of allOf, anyOf or indexZeroOf",
+        ),
+        (
+            "  status:",
+            "  resources: [gpus]\n  status:",
             "spec.resources[0]: unknown resource `gpus`",
         ),
         (
-            "  success:",
-            "  scale: Chief\n  success:",
+            "  status:",
+            "  scale: Chief\n  status:",
             "spec.scale: unknown role `Chief`",
         ),
         (
-            "  success:",
-            "  status:\n    rule: hook\n  success:",
-            "spec.success: the `hook` status rule decides success itself; remove spec.success or use rule `successRules`",
+            "  status:\n",
+            "  status:\n    rule: hook\n",
+            "spec.status.success: applies to the `successRules` rule only: the `hook` rule decides success itself; remove it or use rule `successRules`",
         ),
         (
-            "  success:\n    - allOf: Master\n",
+            "  status:\n    success:\n      - allOf: Master\n",
             "  status:\n    rule: hook\n",
             "spec.status.rule: `hook` needs `hooks: true` in spec",
         ),
         (
-            "  success:\n    - allOf: Master\n",
+            "  status:\n    success:\n      - allOf: Master\n",
             "  status:\n    rule: leaderOrFollowers\n    leader: Master\n",
             "spec.status.followers: the leaderOrFollowers rule needs the followers' role",
         ),
         (
-            "  success:\n    - allOf: Master\n",
+            "  status:\n    success:\n      - allOf: Master\n",
             "  status:\n    rule: leaderOrFollowers\n    followers: Boss\n",
             "spec.status.followers: unknown role `Boss`",
         ),
         (
-            "  success:",
-            "  status:\n    rule: majority\n  success:",
+            "  status:\n",
+            "  status:\n    rule: majority\n",
             "spec.status.rule: `majority` is not `successRules`, `leaderOrFollowers`, `hook` or `cel`",
         ),
         (
-            "  success:",
-            "  status:\n    followers: Worker\n  success:",
+            "  status:\n",
+            "  status:\n    followers: Worker\n",
             "spec.status.followers: applies to the `leaderOrFollowers` rule only",
         ),
         (
-            "  success:\n    - allOf: Master\n",
+            "  status:\n    success:\n      - allOf: Master\n",
             "  hooks: true\n  status:\n    rule: hook\n    subject: foojob\n",
             "spec.status.subject: applies to the `successRules` and `cel` rules only, not `hook`; remove it",
         ),
         (
-            "  success:",
-            "  masterPods: first\n  success:",
+            "  status:",
+            "  masterPods: first\n  status:",
             "spec.masterPods: `first` is not `roles` (the master roles' pods) or `indexZero`",
+        ),
+        // The deprecated spelling, `spec.success`: its entries are checked as they were, and it
+        // is not given with `status.success`.
+        (
+            "  status:\n    success:\n      - allOf: Master\n",
+            "  success:\n    - allOf: Boss\n",
+            "kfop.yaml:22:14: spec.success[0].allOf: unknown role `Boss`; declared roles are Master, Worker",
+        ),
+        (
+            "  status:\n    success:\n      - allOf: Master\n",
+            "  status:\n    rule: hook\n  success:\n    - allOf: Master\n",
+            "spec.success: the `hook` status rule decides success itself; remove spec.success or use rule `successRules`",
+        ),
+        (
+            "  status:",
+            "  success:\n    - allOf: Worker\n  status:",
+            "kfop.yaml:22:5: spec.success: the success rules are given twice, here and in spec.status.success; remove spec.success (deprecated)",
         ),
         ("port: 9999", "port: many", "kfop.yaml:12:11: invalid i64"),
         (
@@ -198,6 +221,42 @@ fn malformed_manifests() {
             "{from:?} -> {to:?}\n  got:      {line}\n  expected: {expected}"
         );
     }
+}
+
+#[test]
+fn the_deprecated_success_list_loads_the_same_with_a_warning() {
+    let old = GOOD.replacen(
+        "  status:\n    success:\n      - allOf: Master\n",
+        "  success:\n    - allOf: Master\n",
+        1,
+    );
+    assert_ne!(old, GOOD);
+    let new = parse_with_warnings(GOOD, Path::new("kfop.yaml")).unwrap();
+    assert_eq!(new.warnings, []);
+    let old = parse_with_warnings(&old, Path::new("kfop.yaml")).unwrap();
+    assert_eq!(old.model, new.model);
+    let warnings: Vec<String> = old.warnings.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        warnings,
+        [
+            "kfop.yaml:22:5: spec.success: deprecated: move this list to spec.status.success \
+          (the same entries, indented under `status:`); it is read as that"
+        ]
+    );
+    // `parse` gives the model alone.
+    assert_eq!(parse(GOOD, Path::new("kfop.yaml")).unwrap(), new.model);
+}
+
+#[test]
+fn the_default_manifest_has_no_warnings() {
+    let scaffold = default_manifest("bar", "bar.example.com");
+    assert!(
+        scaffold.contains("  status:\n    rule: successRules\n    success:\n"),
+        "{scaffold}"
+    );
+    let v = parse_with_warnings(&scaffold, Path::new("kfop.yaml")).unwrap();
+    assert_eq!(v.warnings, []);
+    assert_eq!(v.model.success.len(), 2);
 }
 
 #[test]

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use kfop::manifest::{ManifestError, default_manifest, parse};
+use kfop::manifest::{ManifestError, default_manifest, parse, parse_with_warnings};
 use kfop_runtime::env::Template;
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -52,9 +52,13 @@ spec:
     - name: POD_IP
       fieldRef: status.podIP
       containers: all
-  success:
-    - anyOf: Worker
-    - indexZeroOf: Chief
+  status:
+    rule: successRules
+    subject: barjob
+    exitCodeRestartEvents: true
+    success:
+      - anyOf: Worker
+      - indexZeroOf: Chief
 "#;
 
 /// The first segment of every field an error may name.
@@ -63,8 +67,23 @@ const FIELD_ROOTS: [&str; 4] = ["apiVersion", "kind", "metadata", "spec"];
 /// The invariants of any parse: a valid model, or an error that is one line starting with
 /// `kfop.yaml:line:column: `, whose position is inside `text` or which names a manifest field.
 fn check(text: &str) -> Result<(), TestCaseError> {
-    match parse(text, Path::new("kfop.yaml")) {
-        Ok(model) => {
+    match parse_with_warnings(text, Path::new("kfop.yaml")) {
+        Ok(validated) => {
+            for warning in &validated.warnings {
+                // A warning has an error's form.
+                check_error(
+                    &ManifestError {
+                        file: warning.file.clone(),
+                        line: warning.line,
+                        column: warning.column,
+                        field: warning.field.clone(),
+                        message: warning.message.clone(),
+                    },
+                    text,
+                )?;
+                prop_assert_eq!(warning.to_string().lines().count(), 1);
+            }
+            let model = validated.model;
             prop_assert!(!model.roles.is_empty());
             if let Some((name, port)) = &model.port {
                 prop_assert!((1..=65535).contains(port) && !name.is_empty() && name.len() <= 15);
@@ -252,6 +271,39 @@ const SUCCESS: Shape = Shape::Map(&[
     ("anyOf", OPTIONAL, ROLE_NAME),
     ("indexZeroOf", OPTIONAL, ROLE_NAME),
 ]);
+const CEL_EXPRESSION: Shape = Shape::Str {
+    good: &[
+        "true",
+        "replicas.Worker.succeeded >= replicas.Worker.total",
+        "has(replicas.Chief) && replicas.Chief.failed > 0",
+    ],
+    bad: &["replicas.Boss.failed > 0", "replicas.Worker.succeeded >= )", ""],
+};
+const STATUS: Shape = Shape::Map(&[
+    (
+        "rule",
+        OPTIONAL,
+        Shape::Str {
+            good: &["successRules", "leaderOrFollowers", "cel", "hook"],
+            bad: &["majority", "SuccessRules"],
+        },
+    ),
+    ("leader", OPTIONAL, ROLE_NAME),
+    ("followers", OPTIONAL, ROLE_NAME),
+    (
+        "subject",
+        OPTIONAL,
+        Shape::Str {
+            good: &["foojob"],
+            bad: &["", "foo\njob"],
+        },
+    ),
+    ("exitCodeRestartEvents", OPTIONAL, Shape::Bool),
+    ("succeeded", OPTIONAL, CEL_EXPRESSION),
+    ("running", OPTIONAL, CEL_EXPRESSION),
+    ("failed", OPTIONAL, CEL_EXPRESSION),
+    ("success", OPTIONAL, Shape::List(&SUCCESS)),
+]);
 const DNS_NAME: Shape = Shape::Str {
     good: &["foo", "foo-bar", "x1"],
     bad: &["Foo", "foo-", "-foo", "a.b", ""],
@@ -341,7 +393,18 @@ const MANIFEST: Shape = Shape::Map(&[
                 }),
             ),
             ("env", OPTIONAL, Shape::List(&ENV)),
+            // Deprecated for `status.success`, and still read.
             ("success", OPTIONAL, Shape::List(&SUCCESS)),
+            ("status", OPTIONAL, STATUS),
+            ("hooks", OPTIONAL, Shape::Bool),
+            (
+                "masterPods",
+                OPTIONAL,
+                Shape::Str {
+                    good: &["roles", "indexZero"],
+                    bad: &["first"],
+                },
+            ),
         ]),
     ),
 ]);
@@ -519,7 +582,9 @@ fn valid_manifest() -> impl Strategy<Value = String> {
 
 #[test]
 fn the_fixtures_are_valid() {
-    let full = parse(FULL, Path::new("kfop.yaml")).unwrap();
+    let full = parse_with_warnings(FULL, Path::new("kfop.yaml")).unwrap();
+    assert_eq!(full.warnings, []);
+    let full = full.model;
     assert_eq!((full.roles.len(), full.env.len(), full.success.len()), (2, 2, 2));
     parse(
         &default_manifest("a-long-framework-name", "x.example.com"),

@@ -304,8 +304,8 @@ mod tests {
         );
         assert_eq!(value["spec"]["env"][0]["value"], "{host.Master.0}");
         assert_eq!(
-            value["spec"]["success"],
-            json!([{"allOf": "Master"}, {"allOf": "Worker"}])
+            value["spec"]["status"],
+            json!({"rule": "successRules", "success": [{"allOf": "Master"}, {"allOf": "Worker"}]})
         );
     }
 

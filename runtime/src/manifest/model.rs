@@ -1,5 +1,8 @@
 //! The framework manifest (`kfop.yaml`): parsing with source positions, and validation into a
 //! [`Model`] that `kfop gen` renders and the operator loads at run time. Every error is one line: `file:line:column: field: problem; fix`.
+//! A manifest that loads but should change (a deprecated spelling) also gets
+//! [`ManifestWarning`]s, one line each in the same form, from [`parse_with_warnings`] and
+//! [`load_with_warnings`].
 use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -26,21 +29,59 @@ pub struct ManifestError {
 
 impl fmt::Display for ManifestError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}: ", self.file.display(), self.line, self.column)?;
-        if !self.field.is_empty() {
-            write!(f, "{}: ", self.field)?;
-        }
-        // Messages quote the manifest's values, which may hold line breaks: escape them so the
-        // error stays one line.
-        for c in self.message.chars() {
-            if c.is_control() {
-                write!(f, "{}", c.escape_debug())?;
-            } else {
-                write!(f, "{c}")?;
-            }
-        }
-        Ok(())
+        located(f, &self.file, self.line, self.column, &self.field, &self.message)
     }
+}
+
+/// A manifest that loads but should change, e.g. a deprecated spelling, which is read as the
+/// spelling that replaces it, to an equal [`Model`]. Shown as a [`ManifestError`] is:
+/// `file:line:column: field: message`, one line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManifestWarning {
+    pub file: PathBuf,
+    pub line: usize,
+    pub column: usize,
+    pub field: String,
+    pub message: String,
+}
+
+impl fmt::Display for ManifestWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        located(f, &self.file, self.line, self.column, &self.field, &self.message)
+    }
+}
+
+/// `file:line:column: field: message`, on one line.
+fn located(
+    f: &mut fmt::Formatter<'_>,
+    file: &Path,
+    line: usize,
+    column: usize,
+    field: &str,
+    message: &str,
+) -> fmt::Result {
+    write!(f, "{}:{line}:{column}: ", file.display())?;
+    if !field.is_empty() {
+        write!(f, "{field}: ")?;
+    }
+    // Messages quote the manifest's values, which may hold line breaks: escape them so the
+    // message stays one line.
+    for c in message.chars() {
+        if c.is_control() {
+            write!(f, "{}", c.escape_debug())?;
+        } else {
+            write!(f, "{c}")?;
+        }
+    }
+    Ok(())
+}
+
+/// A valid manifest: its model and what should change in it (nothing for a manifest in the
+/// current spelling).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Validated {
+    pub model: Model,
+    pub warnings: Vec<ManifestWarning>,
 }
 
 type S<T> = Spanned<T>;
@@ -79,8 +120,8 @@ struct RawSpec {
     resources: Vec<S<String>>,
     #[serde(default)]
     env: Vec<RawEnv>,
-    #[serde(default)]
-    success: Vec<RawSuccess>,
+    /// Deprecated: `status.success`, which it is read as.
+    success: Option<S<Vec<S<RawSuccess>>>>,
     status: Option<RawStatus>,
     master_pods: Option<S<String>>,
     #[serde(default)]
@@ -105,6 +146,8 @@ struct RawStatus {
     running: Option<S<String>>,
     /// `rule: cel`: the CEL expression that makes the job fail.
     failed: Option<S<String>>,
+    /// `rule: successRules` (the default): the success rules, the first role present deciding.
+    success: Option<S<Vec<S<RawSuccess>>>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -181,7 +224,8 @@ pub struct Model {
     pub scale: Option<String>,
     pub resources: BTreeSet<Resource>,
     pub env: Vec<EnvModel>,
-    /// Success rules, first role present in the job decides.
+    /// Success rules (`status.success`, or the deprecated `spec.success`), first role present
+    /// in the job decides.
     pub success: Vec<(SuccessKind, String)>,
     pub status: StatusModel,
     /// Pod 0 of every role is the master (`masterPods: indexZero`), not the `master` roles.
@@ -289,6 +333,21 @@ impl Resource {
         }
     }
 
+    /// The API resource of an owned kind ([`Self::owned_type`]).
+    pub fn api_resource(self) -> Option<kube::api::ApiResource> {
+        use k8s_openapi::api::{autoscaling, batch, core};
+        use kube::api::ApiResource;
+        match self {
+            Self::Pods | Self::Services | Self::PodGroups => None,
+            Self::ConfigMaps => Some(ApiResource::erase::<core::v1::ConfigMap>(&())),
+            Self::Secrets => Some(ApiResource::erase::<core::v1::Secret>(&())),
+            Self::Jobs => Some(ApiResource::erase::<batch::v1::Job>(&())),
+            Self::HorizontalPodAutoscalers => {
+                Some(ApiResource::erase::<autoscaling::v2::HorizontalPodAutoscaler>(&()))
+            }
+        }
+    }
+
     /// (API group, resource) pairs the operator needs full access to.
     pub fn rbac(self) -> &'static [(&'static str, &'static str)] {
         match self {
@@ -322,10 +381,33 @@ impl Checker<'_> {
             message: message.into(),
         }
     }
+
+    fn warn<T>(&self, at: &S<T>, field: &str, message: impl Into<String>) -> ManifestWarning {
+        let ManifestError {
+            file,
+            line,
+            column,
+            field,
+            message,
+        } = self.err(at, field, message);
+        ManifestWarning {
+            file,
+            line,
+            column,
+            field,
+            message,
+        }
+    }
 }
 
-/// Reads and validates the manifest at `path`.
+/// Reads and validates the manifest at `path`, dropping its warnings (see
+/// [`load_with_warnings`]).
 pub fn load(path: &Path) -> Result<Model, ManifestError> {
+    load_with_warnings(path).map(|v| v.model)
+}
+
+/// Reads and validates the manifest at `path`, with what should change in it.
+pub fn load_with_warnings(path: &Path) -> Result<Validated, ManifestError> {
     let text = std::fs::read_to_string(path).map_err(|e| ManifestError {
         file: path.to_owned(),
         line: 0,
@@ -333,11 +415,18 @@ pub fn load(path: &Path) -> Result<Model, ManifestError> {
         field: String::new(),
         message: format!("cannot read the manifest: {e}; create one with `kfop new` or pass --manifest"),
     })?;
-    parse(&text, path)
+    parse_with_warnings(&text, path)
 }
 
-/// Parses and validates manifest text; `file` is only used in messages.
+/// Parses and validates manifest text, dropping its warnings (see [`parse_with_warnings`]);
+/// `file` is only used in messages.
 pub fn parse(text: &str, file: &Path) -> Result<Model, ManifestError> {
+    parse_with_warnings(text, file).map(|v| v.model)
+}
+
+/// Parses and validates manifest text, with what should change in it (a deprecated spelling:
+/// the model is the one its replacement gives); `file` is only used in messages.
+pub fn parse_with_warnings(text: &str, file: &Path) -> Result<Validated, ManifestError> {
     let raw: Raw = serde_saphyr::from_str(text).map_err(|e| syntax_error(&e, file))?;
     validate(raw, &Checker { file })
 }
@@ -377,7 +466,8 @@ fn is_upper_camel(s: &str) -> bool {
     s.starts_with(|c: char| c.is_ascii_uppercase()) && s.chars().all(|c| c.is_ascii_alphanumeric())
 }
 
-fn validate(raw: Raw, c: &Checker<'_>) -> Result<Model, ManifestError> {
+fn validate(raw: Raw, c: &Checker<'_>) -> Result<Validated, ManifestError> {
+    let mut warnings = Vec::new();
     if raw.api_version.value != API_VERSION {
         return Err(c.err(&raw.api_version, "apiVersion", format!("must be {API_VERSION}")));
     }
@@ -575,10 +665,37 @@ fn validate(raw: Raw, c: &Checker<'_>) -> Result<Model, ManifestError> {
         });
     }
 
+    // The success rules' canonical place is `status.success`; `spec.success` is read as it.
+    let status_success = spec.status.as_ref().and_then(|s| s.success.as_ref());
+    let success_list = match (&spec.success, status_success) {
+        (Some(old), Some(_)) => {
+            return Err(c.err(
+                old,
+                "spec.success",
+                "the success rules are given twice, here and in spec.status.success; remove spec.success (deprecated)",
+            ));
+        }
+        (Some(old), None) => {
+            warnings.push(c.warn(
+                old,
+                "spec.success",
+                "deprecated: move this list to spec.status.success (the same entries, indented under `status:`); it is read as that",
+            ));
+            Some(SuccessList {
+                list: old,
+                field: "spec.success",
+            })
+        }
+        (None, Some(new)) => Some(SuccessList {
+            list: new,
+            field: "spec.status.success",
+        }),
+        (None, None) => None,
+    };
     let mut success = Vec::new();
-    for (i, s) in spec.success.iter().enumerate() {
-        let field = format!("spec.success[{i}]");
-        let rule = match (&s.all_of, &s.any_of, &s.index_zero_of) {
+    for (i, s) in success_list.iter().flat_map(|l| l.list.value.iter().enumerate()) {
+        let field = format!("{}[{i}]", success_list.as_ref().map_or("", |l| l.field));
+        let rule = match (&s.value.all_of, &s.value.any_of, &s.value.index_zero_of) {
             (Some(r), None, None) => (SuccessKind::AllOf, known_role(r, &format!("{field}.allOf"))?),
             (None, Some(r), None) => (SuccessKind::AnyOf, known_role(r, &format!("{field}.anyOf"))?),
             (None, None, Some(r)) => (
@@ -586,13 +703,11 @@ fn validate(raw: Raw, c: &Checker<'_>) -> Result<Model, ManifestError> {
                 known_role(r, &format!("{field}.indexZeroOf"))?,
             ),
             _ => {
-                return Err(ManifestError {
-                    file: c.file.to_owned(),
-                    line: 0,
-                    column: 0,
-                    field,
-                    message: "give exactly one of allOf, anyOf or indexZeroOf".into(),
-                });
+                return Err(c.err(
+                    s,
+                    &field,
+                    "give exactly one of allOf, anyOf or indexZeroOf, e.g. `- allOf: Worker`",
+                ));
             }
         };
         success.push(rule);
@@ -601,7 +716,7 @@ fn validate(raw: Raw, c: &Checker<'_>) -> Result<Model, ManifestError> {
     let status = validate_status(
         spec.status.as_ref(),
         spec.hooks,
-        !success.is_empty(),
+        success_list.as_ref().filter(|_| !success.is_empty()),
         Roles {
             names: &role_names,
             known: &known_role,
@@ -624,7 +739,7 @@ fn validate(raw: Raw, c: &Checker<'_>) -> Result<Model, ManifestError> {
         }
     };
 
-    Ok(Model {
+    let model = Model {
         name: name.value.clone(),
         group: spec.group.value.clone(),
         version: spec.version.value.clone(),
@@ -655,7 +770,15 @@ fn validate(raw: Raw, c: &Checker<'_>) -> Result<Model, ManifestError> {
             .iter()
             .map(|(k, v)| (k.clone(), v.to_string()))
             .collect(),
-    })
+    };
+    Ok(Validated { model, warnings })
+}
+
+/// The success rules as written, and where: `spec.status.success` or the deprecated
+/// `spec.success`.
+struct SuccessList<'a> {
+    list: &'a S<Vec<S<RawSuccess>>>,
+    field: &'static str,
 }
 
 /// `spec.container.portName` and `port`: both (a named port added to the container) or neither.
@@ -711,12 +834,12 @@ struct Roles<'a> {
     known: &'a KnownRole<'a>,
 }
 
-/// `spec.status`: the rule and its fields; success rules only under `successRules`, and a
-/// status hook only with `hooks: true`.
+/// `spec.status`: the rule and its fields; success rules (`success`, non-empty) only under
+/// `successRules`, and a status hook only with `hooks: true`.
 fn validate_status(
     raw: Option<&RawStatus>,
     hooks: bool,
-    has_success: bool,
+    success: Option<&SuccessList<'_>>,
     roles: Roles<'_>,
     c: &Checker<'_>,
 ) -> Result<StatusModel, ManifestError> {
@@ -740,14 +863,22 @@ fn validate_status(
         exit_code_restart_events: raw.exit_code_restart_events,
     };
     let no_success = |r: &S<String>| -> Result<(), ManifestError> {
-        if has_success {
-            return Err(c.err(
+        match success {
+            None => Ok(()),
+            Some(SuccessList {
+                field: "spec.success",
+                ..
+            }) => Err(c.err(
                 r,
                 "spec.success",
                 format!("the `{rule}` status rule decides success itself; remove spec.success or use rule `successRules`"),
-            ));
+            )),
+            Some(s) => Err(c.err(
+                s.list,
+                s.field,
+                format!("applies to the `successRules` rule only: the `{rule}` rule decides success itself; remove it or use rule `successRules`"),
+            )),
         }
-        Ok(())
     };
     let Some(r) = raw.rule.as_ref().filter(|r| r.value != "successRules") else {
         only_cel_fields(raw, c)?;
@@ -978,9 +1109,11 @@ spec:
       value: \"{{total_replicas}}\"
     - name: RANK
       value: \"{{rank}}\"
-  success:
-    - allOf: Master
-    - allOf: Worker
+  status:
+    rule: successRules
+    success:
+      - allOf: Master
+      - allOf: Worker
 ",
         lower = kind.to_lowercase(),
     )
@@ -1068,6 +1201,175 @@ STATUS";
         assert!(
             other.contains("spec.status.succeeded: applies to the `cel` rule only"),
             "{other}"
+        );
+    }
+
+    /// A manifest without a status; `REST` is replaced by the end of its spec.
+    const BASE: &str = "apiVersion: kfop.dev/v1alpha1
+kind: Framework
+metadata:
+  name: foo
+spec:
+  group: example.com
+  version: v1
+  kind: FooJob
+  container:
+    name: foo
+  roles:
+    - name: Master
+    - name: Worker
+REST";
+
+    fn with_warnings(rest: &str) -> Result<Validated, ManifestError> {
+        parse_with_warnings(&BASE.replace("REST", rest), Path::new("kfop.yaml"))
+    }
+
+    #[test]
+    fn the_deprecated_success_list_loads_as_status_success_with_a_warning() {
+        let rules = [
+            "    - allOf: Master\n    - anyOf: Worker\n    - indexZeroOf: Worker\n",
+            "    []\n",
+        ];
+        for rules in rules {
+            let nested = rules.replace("    ", "      ");
+            // (old spelling, new spellings): without and with the status's other fields.
+            let cases = [
+                (
+                    format!("  success:\n{rules}"),
+                    vec![
+                        format!("  status:\n    success:\n{nested}"),
+                        format!("  status:\n    rule: successRules\n    success:\n{nested}"),
+                        format!("  status: {{success: {}}}\n", flow(rules)),
+                    ],
+                ),
+                (
+                    format!(
+                        "  success:\n{rules}  status:\n    subject: foojob\n    exitCodeRestartEvents: true\n"
+                    ),
+                    vec![format!(
+                        "  status:\n    subject: foojob\n    exitCodeRestartEvents: true\n    success:\n{nested}"
+                    )],
+                ),
+                (
+                    format!("  status:\n    rule: successRules\n    subject: foojob\n  success:\n{rules}"),
+                    vec![format!(
+                        "  status:\n    rule: successRules\n    subject: foojob\n    success:\n{nested}"
+                    )],
+                ),
+            ];
+            for (old, new) in cases {
+                let old = with_warnings(&old).unwrap();
+                assert_eq!(old.warnings.len(), 1, "{:?}", old.warnings);
+                let warning = &old.warnings[0];
+                assert_eq!(warning.field, "spec.success");
+                assert!(
+                    warning
+                        .message
+                        .starts_with("deprecated: move this list to spec.status.success"),
+                    "{warning}"
+                );
+                for new in new {
+                    let new = with_warnings(&new).unwrap();
+                    assert_eq!(new.warnings, []);
+                    assert_eq!(new.model, old.model);
+                }
+            }
+        }
+        let model = with_warnings("  success:\n    - allOf: Master\n    - anyOf: Worker\n")
+            .unwrap()
+            .model;
+        assert_eq!(
+            model.success,
+            [
+                (SuccessKind::AllOf, "Master".to_owned()),
+                (SuccessKind::AnyOf, "Worker".to_owned())
+            ]
+        );
+        assert_eq!(model.status, StatusModel::SuccessRules(RuleWording::default()));
+    }
+
+    /// `    - allOf: Master\n    - anyOf: Worker\n` as `[{allOf: Master}, {anyOf: Worker}]`.
+    fn flow(block: &str) -> String {
+        if block.trim() == "[]" {
+            return "[]".to_owned();
+        }
+        let items: Vec<String> = block
+            .lines()
+            .map(|l| format!("{{{}}}", l.trim().trim_start_matches("- ")))
+            .collect();
+        format!("[{}]", items.join(", "))
+    }
+
+    #[test]
+    fn the_deprecated_warning_is_one_line_at_the_list() {
+        let warning = &with_warnings("  success:\n    - allOf: Worker\n")
+            .unwrap()
+            .warnings[0];
+        assert_eq!(
+            warning.to_string(),
+            "kfop.yaml:15:5: spec.success: deprecated: move this list to spec.status.success \
+             (the same entries, indented under `status:`); it is read as that"
+        );
+    }
+
+    #[test]
+    fn status_success_is_checked_where_it_is() {
+        let err = |rest: &str| with_warnings(rest).unwrap_err().to_string();
+        assert_eq!(
+            err("  success:\n    - allOf: Master\n  status:\n    success:\n      - allOf: Worker\n"),
+            "kfop.yaml:15:5: spec.success: the success rules are given twice, here and in \
+             spec.status.success; remove spec.success (deprecated)"
+        );
+        assert_eq!(
+            err("  status:\n    success:\n      - allOf: Boss\n"),
+            "kfop.yaml:16:16: spec.status.success[0].allOf: unknown role `Boss`; declared roles are Master, Worker"
+        );
+        assert_eq!(
+            err("  status:\n    success:\n      - allOf: Master\n        anyOf: Worker\n"),
+            "kfop.yaml:16:9: spec.status.success[0]: give exactly one of allOf, anyOf or indexZeroOf, e.g. `- allOf: Worker`"
+        );
+        assert_eq!(
+            err("  success:\n    - {}\n"),
+            "kfop.yaml:15:7: spec.success[0]: give exactly one of allOf, anyOf or indexZeroOf, e.g. `- allOf: Worker`"
+        );
+        assert_eq!(
+            err(
+                "  status:\n    rule: leaderOrFollowers\n    followers: Worker\n    success:\n      - allOf: Worker\n"
+            ),
+            "kfop.yaml:18:7: spec.status.success: applies to the `successRules` rule only: the \
+             `leaderOrFollowers` rule decides success itself; remove it or use rule `successRules`"
+        );
+        // The old spelling keeps its old error.
+        assert_eq!(
+            err("  status:\n    rule: cel\n    succeeded: \"true\"\n  success:\n    - allOf: Worker\n"),
+            "kfop.yaml:15:11: spec.success: the `cel` status rule decides success itself; remove \
+             spec.success or use rule `successRules`"
+        );
+        // An empty list says nothing, under any rule.
+        let cel =
+            with_warnings("  status:\n    rule: cel\n    succeeded: \"true\"\n    success: []\n").unwrap();
+        assert!(matches!(cel.model.status, StatusModel::Cel { .. }));
+        assert_eq!(cel.warnings, []);
+    }
+
+    #[test]
+    fn the_scaffold_is_in_the_current_spelling() {
+        let scaffold = parse_with_warnings(
+            &default_manifest("foo", "foo.example.com"),
+            Path::new("kfop.yaml"),
+        )
+        .unwrap();
+        assert_eq!(scaffold.warnings, []);
+        assert_eq!(
+            scaffold.model.success,
+            [
+                (SuccessKind::AllOf, "Master".to_owned()),
+                (SuccessKind::AllOf, "Worker".to_owned())
+            ]
+        );
+        assert_eq!(
+            scaffold.model.status,
+            StatusModel::SuccessRules(RuleWording::default())
         );
     }
 }
