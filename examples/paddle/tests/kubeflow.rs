@@ -91,6 +91,42 @@ async fn collective_env() {
     assert_eq!(env(&pods["test-job-worker-1"]), second);
 }
 
+/// Kubeflow's `spec.elasticPolicy` is stored as given, and nothing acts on it: Kubeflow's
+/// PaddleJob controller only defaults its bounds in memory, so the job runs its Worker replicas.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn elastic_policy_is_kept_as_given() {
+    let f = fixture("pd-elastic").await;
+    let policy = json!({
+        "minReplicas": 1,
+        "maxReplicas": 4,
+        "maxRestarts": 3,
+        "metrics": [{ "type": "Resource", "resource": {
+            "name": "cpu",
+            "target": { "type": "Utilization", "averageUtilization": 80 },
+        } }],
+    });
+    let workers = json!({ "Worker": replica(2, json!({})) });
+    let job = json!({
+        "apiVersion": "kubeflow.org/v1",
+        "kind": KIND,
+        "metadata": { "name": JOB },
+        "spec": { SPECS: workers, "elasticPolicy": policy },
+    });
+    // Raw JSON both ways, so a field the API server pruned would be missing on the way back.
+    let raw: Api<::kfop_runtime::kube::api::DynamicObject> = Api::namespaced_with(
+        f.ns.client(),
+        f.ns.name(),
+        &::kfop_runtime::kube::api::ApiResource::erase::<Job>(&()),
+    );
+    raw.create(&PostParams::default(), &serde_json::from_value(job).unwrap())
+        .await
+        .unwrap();
+    let stored = raw.get(JOB).await.unwrap();
+    assert_eq!(stored.data["spec"]["elasticPolicy"], policy);
+    let pods = f.wait_pods(&MW2[1..], "Running").await;
+    assert_eq!(env(&pods["test-job-worker-1"])["PADDLE_NNODES"], "2");
+}
+
 /// The master Succeeded succeeds the job.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn master_success_succeeds_the_job() {
