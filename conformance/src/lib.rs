@@ -13,6 +13,7 @@
 //! * [`diff`]: field-by-field comparison;
 //! * [`allowed`]: the declared differences and their Markdown table;
 //! * [`report`]: the result tables;
+//! * [`schema_paths`]: Kubeflow's CRD schemas, path by path, against kfop's;
 //! * [`glob`]: the wildcards of case, step, field and value patterns;
 //! * [`operators`], [`runner`]: the plane, both operators and the run.
 
@@ -26,6 +27,7 @@ pub mod glob;
 pub mod operators;
 pub mod report;
 pub mod runner;
+pub mod schema_paths;
 pub mod snapshot;
 
 pub use error::{Error, Result};
