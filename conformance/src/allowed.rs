@@ -1,7 +1,8 @@
 //! The declared differences (`conformance/allowed-differences.yaml`): where kfop may differ
 //! from Kubeflow and why, each either a deliberate fix or a known kfop bug. The runner fails on
 //! any difference no entry declares; [`AllowedDifferences::doc_section`] renders the file
-//! for docs/compatibility.md.
+//! for docs/compatibility.md. Its `schemaPaths` declare where kfop's CRD schemas lack or type
+//! otherwise a path of Kubeflow's (`tests/schemas.rs`).
 use std::path::Path;
 
 use serde::Deserialize;
@@ -86,12 +87,49 @@ pub struct Unobserved {
     pub kfop: String,
 }
 
+/// A declared schema difference (`tests/schemas.rs`): a path of a Kubeflow CRD's schema that
+/// kfop's CRD of the same kind and version lacks or types otherwise ([`crate::schema_paths`]).
+/// Every pattern is a glob.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AllowedSchemaPath {
+    /// Kubeflow releases (`training-operator v1.8.1`, `mpi-operator v0.6.0`).
+    #[serde(default = "any")]
+    pub release: String,
+    /// `<Kind>/<version>` (`PaddleJob/v1`).
+    pub schema: String,
+    /// Schema paths (`spec.elasticPolicy.metrics[*].type`).
+    pub path: String,
+    /// Kubeflow's type at the path, as [`crate::schema_paths::Held::values`] renders it.
+    #[serde(default = "any")]
+    pub kubeflow: String,
+    /// kfop's (`<absent>` for a path it lacks).
+    #[serde(default = "any")]
+    pub kfop: String,
+    pub status: Status,
+    pub why: String,
+}
+
+impl AllowedSchemaPath {
+    /// Whether this entry declares the difference at `path` of `schema` (`<Kind>/<version>`) in
+    /// Kubeflow's `release`, with both sides' `values`.
+    pub fn covers(&self, release: &str, schema: &str, path: &str, (kubeflow, kfop): (&str, &str)) -> bool {
+        glob::matches(&self.release, release)
+            && glob::matches(&self.schema, schema)
+            && glob::matches(&self.path, path)
+            && glob::matches(&self.kubeflow, kubeflow)
+            && glob::matches(&self.kfop, kfop)
+    }
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AllowedDifferences {
     pub differences: Vec<Allowed>,
     #[serde(default)]
     pub beyond_the_diff: Vec<Unobserved>,
+    #[serde(default)]
+    pub schema_paths: Vec<AllowedSchemaPath>,
 }
 
 /// The markers around docs/compatibility.md's generated section.
@@ -106,6 +144,20 @@ impl AllowedDifferences {
 
     pub fn parse(text: &str) -> Result<Self, serde_saphyr::Error> {
         serde_saphyr::from_str(text)
+    }
+
+    /// The first schema entry declaring the difference at `path` (see
+    /// [`AllowedSchemaPath::covers`]), by index.
+    pub fn find_schema_path(
+        &self,
+        release: &str,
+        schema: &str,
+        path: &str,
+        values: (&str, &str),
+    ) -> Option<usize> {
+        self.schema_paths
+            .iter()
+            .position(|a| a.covers(release, schema, path, values))
     }
 
     /// The first entry declaring `difference`, by index.
@@ -161,7 +213,43 @@ impl AllowedDifferences {
                 out.push_str(&format!("| {} | {} |\n", cell(&u.kubeflow), cell(&u.kfop)));
             }
         }
+        out.push_str(&self.schema_paths_section());
         out.push_str(DOC_END);
+        out
+    }
+
+    /// The schema paths' part of [`Self::doc_section`].
+    fn schema_paths_section(&self) -> String {
+        let mut out = String::from(
+            "\nSchemas: every property path of the CRDs Kubeflow ships (each kind and version of \
+             training-operator v1.8.1 and v1.9.0 and mpi-operator v0.6.0) is in kfop's CRD of the \
+             same kind and version with a type that takes the same values, or below a node of \
+             kfop's that keeps unknown fields (`cargo test -p kfop-conformance --test schemas`)",
+        );
+        if self.schema_paths.is_empty() {
+            out.push_str("; none is declared otherwise.\n");
+            return out;
+        }
+        out.push_str(
+            ", but for these:\n\n| Kubeflow | schema | path | Kubeflow | kfop | status | why |\n\
+             |---|---|---|---|---|---|---|\n",
+        );
+        for a in &self.schema_paths {
+            let status = match a.status {
+                Status::Deliberate => "deliberate",
+                Status::Bug => "**bug**",
+            };
+            out.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} | {} |\n",
+                code(&a.release),
+                code(&a.schema),
+                code(&a.path),
+                code(&a.kubeflow),
+                code(&a.kfop),
+                status,
+                cell(a.why.trim())
+            ));
+        }
         out
     }
 
@@ -327,5 +415,94 @@ differences:
         for a in &allowed.differences {
             assert!(!a.why.trim().is_empty(), "{a:?}");
         }
+        for a in &allowed.schema_paths {
+            assert!(!a.why.trim().is_empty(), "{a:?}");
+        }
+    }
+
+    const SCHEMA_FILE: &str = r#"
+differences: []
+schemaPaths:
+  - release: "training-operator *"
+    schema: PaddleJob/v1
+    path: "spec.elasticPolicy|spec.elasticPolicy.*"
+    kfop: <absent>
+    status: bug
+    why: not yet
+"#;
+
+    #[test]
+    fn schema_entries_match_release_schema_path_and_values() {
+        let allowed = AllowedDifferences::parse(SCHEMA_FILE).unwrap();
+        let missing = ("integer", "<absent>");
+        let find = |release, schema, path, values| allowed.find_schema_path(release, schema, path, values);
+        assert_eq!(
+            find(
+                "training-operator v1.9.0",
+                "PaddleJob/v1",
+                "spec.elasticPolicy",
+                ("object", "<absent>")
+            ),
+            Some(0)
+        );
+        assert_eq!(
+            find(
+                "training-operator v1.8.1",
+                "PaddleJob/v1",
+                "spec.elasticPolicy.metrics[*].type",
+                missing
+            ),
+            Some(0)
+        );
+        assert_eq!(
+            find(
+                "mpi-operator v0.6.0",
+                "PaddleJob/v1",
+                "spec.elasticPolicy",
+                missing
+            ),
+            None
+        );
+        assert_eq!(
+            find(
+                "training-operator v1.8.1",
+                "PyTorchJob/v1",
+                "spec.elasticPolicy",
+                missing
+            ),
+            None
+        );
+        assert_eq!(
+            find(
+                "training-operator v1.8.1",
+                "PaddleJob/v1",
+                "spec.elasticPolicyX",
+                missing
+            ),
+            None
+        );
+        assert_eq!(
+            find(
+                "training-operator v1.8.1",
+                "PaddleJob/v1",
+                "spec.elasticPolicy",
+                ("integer", "string")
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn schema_entries_render_in_the_doc_section() {
+        let none = AllowedDifferences::parse("differences: []\n").unwrap();
+        assert!(none.doc_section().contains("; none is declared otherwise.\n"));
+        let section = AllowedDifferences::parse(SCHEMA_FILE).unwrap().doc_section();
+        assert!(
+            section.contains(
+                "| `training-operator *` | `PaddleJob/v1` | `spec.elasticPolicy\\|spec.elasticPolicy.*` \
+                 | any | `<absent>` | **bug** | not yet |\n"
+            ),
+            "{section}"
+        );
     }
 }
