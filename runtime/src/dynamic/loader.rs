@@ -95,6 +95,20 @@ pub async fn run(registry: Registry, config: LoaderConfig) -> crate::Result<()> 
     Ok(())
 }
 
+/// The Ready message of a Framework whose change was refused while `crd_name` still runs as
+/// generation `previous` defined it, e.g. "generation 3 was refused; rtjaxjobs.example.com is
+/// still served as generation 2 defined it".
+fn still_serving(crd_name: &str, previous: Option<i64>, refused: Option<i64>) -> String {
+    let named = |generation: Option<i64>, unknown: &str| {
+        generation.map_or_else(|| unknown.to_owned(), |g| format!("generation {g}"))
+    };
+    format!(
+        "{} was refused; {crd_name} is still served as {} defined it",
+        named(refused, "this generation"),
+        named(previous, "the previous generation")
+    )
+}
+
 struct Loader {
     registry: Registry,
     config: LoaderConfig,
@@ -158,10 +172,7 @@ impl Loader {
                         "Ready",
                         true,
                         "PreviousGeneration",
-                        format!(
-                            "still serving {} as generation {:?} said",
-                            l.crd_name, l.generation
-                        ),
+                        still_serving(&l.crd_name, l.generation, generation),
                     ),
                     None => FrameworkCondition::new("Ready", false, refusal.reason, refusal.message.clone()),
                 };
@@ -329,5 +340,22 @@ impl Loader {
         if remove && let Err(e) = self.crds.delete(&crd_name, &DeleteParams::background()).await {
             tracing::warn!(framework = %name, crd = %crd_name, error = %e, "could not delete the CRD");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::still_serving;
+
+    #[test]
+    fn a_refused_change_names_both_generations_in_words() {
+        assert_eq!(
+            still_serving("rtjaxjobs.example.com", Some(2), Some(3)),
+            "generation 3 was refused; rtjaxjobs.example.com is still served as generation 2 defined it"
+        );
+        assert_eq!(
+            still_serving("rtjaxjobs.example.com", None, None),
+            "this generation was refused; rtjaxjobs.example.com is still served as the previous generation defined it"
+        );
     }
 }
