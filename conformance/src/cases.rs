@@ -18,6 +18,10 @@ use serde_json::{Map, Value, json};
 
 use crate::{Error, Result, glob};
 
+/// What a generated name's random suffix becomes: a pod a batch Job creates
+/// (`<job>-launcher-x7k2p`) is expected and keyed `<job>-launcher-<random>` on both sides.
+pub const RANDOM_SUFFIX: &str = "<random>";
+
 /// A job kind under test: its API, the names Kubeflow gives its parts and the Kubeflow release
 /// that judges it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -320,7 +324,7 @@ impl Case {
                         return format!("{}-{role}", self.name);
                     }
                     let index = if batch {
-                        crate::snapshot::RANDOM_SUFFIX.to_owned()
+                        RANDOM_SUFFIX.to_owned()
                     } else {
                         i.to_string()
                     };

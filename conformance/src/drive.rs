@@ -10,12 +10,14 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use kfop_testenv::pods;
+use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
-use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
 use crate::cases::{Case, Exit, Step, targets};
 use crate::snapshot::{self, Depth};
+// The runner names the side it drives `drive::Side`.
+pub use crate::side::Side;
 use crate::{Error, Result};
 
 /// How long a snapshot must stay unchanged to count as settled.
@@ -29,22 +31,6 @@ const SETTLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The annotation [`Step::Poke`] changes; its value counts the pokes, the same on both sides.
 const POKE_ANNOTATION: &str = "conformance.kfop.dev/poke";
-
-/// One operator's namespace.
-#[derive(Clone)]
-pub struct Side {
-    pub client: Client,
-    pub namespace: String,
-}
-
-// kube's Client is not Debug.
-impl std::fmt::Debug for Side {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Side")
-            .field("namespace", &self.namespace)
-            .finish_non_exhaustive()
-    }
-}
 
 /// A side's snapshot after a step, and what did not go as scripted.
 #[derive(Debug, Clone)]

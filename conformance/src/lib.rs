@@ -9,6 +9,7 @@
 //!
 //! * [`cases`]: the corpus, read from `cases/` and the peer module's `examples/`;
 //! * [`drive`]: acting a step on one side and waiting for it to settle;
+//! * [`side`]: one operator's namespace, which drive acts on and snapshot reads;
 //! * [`snapshot`]: what a side shows, normalized;
 //! * [`diff`]: field-by-field comparison;
 //! * [`allowed`]: the declared differences and their Markdown table;
@@ -28,6 +29,7 @@ pub mod operators;
 pub mod report;
 pub mod runner;
 pub mod schema_paths;
+pub mod side;
 pub mod snapshot;
 
 pub use error::{Error, Result};

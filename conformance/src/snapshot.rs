@@ -21,8 +21,8 @@ use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::cases::Case;
-use crate::drive::Side;
+use crate::cases::{Case, RANDOM_SUFFIX};
+use crate::side::Side;
 use crate::{Error, Result};
 
 /// The label both operators put on every pod and service of a job.
@@ -30,10 +30,6 @@ const JOB_NAME_LABEL: &str = "training.kubeflow.org/job-name";
 
 /// Annotation prefixes that are the test's or kwok's, not an operator's.
 const FOREIGN_ANNOTATIONS: [&str; 2] = ["kwok.kfop.dev/", "kwok.x-k8s.io/"];
-
-/// What a generated name's random suffix becomes: a pod a batch Job creates
-/// (`<job>-launcher-x7k2p`) is keyed `<job>-launcher-<random>` on both sides.
-pub const RANDOM_SUFFIX: &str = "<random>";
 
 /// The part of a snapshot that is context for the comparison, not compared.
 pub const META: &str = "meta";
