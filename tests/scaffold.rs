@@ -373,7 +373,10 @@ async fn an_installed_kfop_without_a_checkout_scaffolds_builds_and_runs() {
         .await
         .unwrap();
     let operator = Operator::start(client, "default", |m| {
-        kfop_operator::load_frameworks(kfop_operator::register(m, &BTreeSet::new()), true)
+        kfop_operator::load_frameworks(
+            kfop_operator::register(m, &BTreeSet::new(), &Default::default()).unwrap(),
+            true,
+        )
     });
     let out = kfop(&bin, &home, &["apply", "-f", "bar/kfop.yaml", "--wait", "60"])
         .env("KUBECONFIG", &kubeconfig)

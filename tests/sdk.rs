@@ -119,7 +119,7 @@ async fn operator_and_kubelet(
         ns.client(),
         ns.name(),
         |c| c.gang = gang,
-        |m| kfop_operator::register(m, &enabled),
+        |m| kfop_operator::register(m, &enabled, &Default::default()).unwrap(),
     );
     let (client, namespace) = (ns.client(), ns.name().to_owned());
     let pods_api: Api<Pod> = ns.api();

@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use askama::Template;
 use sha2::{Digest, Sha256};
 
-use crate::manifest::{EnvCode, Model, ModelCode, Resource};
+use crate::manifest::{Model, ModelCode, Resource};
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub const LOCK_FILE: &str = "kfop.lock";
@@ -130,7 +130,7 @@ macro_rules! template {
 
 template!(GeneratedMod, "operator/src/generated/mod.rs");
 template!(Api, "operator/src/generated/api.rs");
-template!(FrameworkRs, "operator/src/generated/framework.rs");
+template!(FrameworkRs, "operator/src/generated/framework.rs", fingerprint: String);
 template!(Lib, "operator/src/lib.rs");
 template!(Main, "operator/src/main.rs");
 template!(Hooks, "operator/src/hooks.rs");
@@ -142,8 +142,8 @@ template!(Deployment, "operator/deploy/deployment.yaml");
 template!(CrdTest, "operator/tests/crd.rs");
 template!(OperatorTest, "operator/tests/operator.rs", expected_env: Vec<(String, Vec<String>)>, test_replicas: Vec<(String, i32)>);
 
-/// Every file of the operator crate for `model`, in a fixed order.
-pub fn render(m: &Model, source: &KfopSource) -> Result<Vec<File>, GenerateError> {
+/// Every file of the operator crate for `model`, read from manifest `text`, in a fixed order.
+pub fn render(m: &Model, text: &str, source: &KfopSource) -> Result<Vec<File>, GenerateError> {
     let mut files = Vec::new();
     let mut add = |path: &str, owner: Owner, name: &'static str, rendered: askama::Result<String>| {
         let contents = rendered.map_err(|e| GenerateError::Render(name, e))?;
@@ -167,7 +167,13 @@ pub fn render(m: &Model, source: &KfopSource) -> Result<Vec<File>, GenerateError
     }
     add!("src/generated/mod.rs", Owner::Kfop, GeneratedMod {});
     add!("src/generated/api.rs", Owner::Kfop, Api {});
-    add!("src/generated/framework.rs", Owner::Kfop, FrameworkRs {});
+    add!(
+        "src/generated/framework.rs",
+        Owner::Kfop,
+        FrameworkRs {
+            fingerprint: format!("0x{:016x}", kfop_runtime::manifest::fingerprint(text))
+        }
+    );
     add!("deploy/rbac.yaml", Owner::Kfop, Rbac { rbac: rbac_rules(m) });
     add!("deploy/deployment.yaml", Owner::Kfop, Deployment {});
     add!("tests/crd.rs", Owner::Kfop, CrdTest {});

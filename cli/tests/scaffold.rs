@@ -104,8 +104,8 @@ fn check_fails_after_a_manifest_edit_and_passes_after_gen() {
     let manifest = tmp.path().join("kfop.yaml");
     let text = std::fs::read_to_string(&manifest).unwrap();
     let edited = text.replace(
-        "  success:",
-        "    - name: EXTRA\n      value: \"{job}\"\n  success:",
+        "  status:",
+        "    - name: EXTRA\n      value: \"{job}\"\n  status:",
     );
     std::fs::write(&manifest, edited).unwrap();
     let err = gen_crate(&gen_args(tmp.path(), &["--check"])).unwrap_err();
@@ -253,20 +253,21 @@ fn owned_resources_and_hooks_are_manifest_data() {
     let read = |p: &str| std::fs::read_to_string(tmp.path().join(p)).unwrap();
     // A manifest-only framework has no Rust of its own beyond the scaffolded spec.
     assert!(!tmp.path().join("src/hooks.rs").exists());
-    assert!(read("src/generated/framework.rs").contains("impl kfop_runtime::Hooks for Foo {}"));
+    assert!(read("src/generated/framework.rs").contains("impl kfop_runtime::Framework for Foo {"));
     let lib = read("src/lib.rs");
     // Turning on owned objects and hooks later is a manifest edit and `kfop gen`.
     let manifest = tmp.path().join("kfop.yaml");
     let text = read("kfop.yaml").replace("spec:\n", "spec:\n  resources: [configmaps]\n  hooks: true\n");
     std::fs::write(&manifest, text).unwrap();
     gen_crate(&gen_args(tmp.path(), &[])).unwrap();
-    assert!(read("src/hooks.rs").contains("impl Hooks for Foo {"));
+    assert!(read("src/hooks.rs").contains("impl Framework for Foo {"));
     let framework = read("src/generated/framework.rs");
+    // The data stays in kfop.yaml: the generated code embeds it, fingerprinted.
     assert!(
-        framework.contains("ApiResource::erase::<ConfigMap>(&())"),
+        framework.contains("include_str!(\"../../kfop.yaml\")") && !framework.contains("ConfigMap"),
         "{framework}"
     );
-    assert!(!framework.contains("impl kfop_runtime::Hooks for Foo"));
+    assert!(!framework.contains("impl kfop_runtime::Framework for Foo"));
     assert!(read("src/generated/mod.rs").contains("#[path = \"../hooks.rs\"]"));
     assert!(read("deploy/rbac.yaml").contains("configmaps"));
     assert_eq!(read("src/lib.rs"), lib, "the user's lib.rs is not touched");

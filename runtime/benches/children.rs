@@ -74,7 +74,7 @@ fn main() {
         "| live jobs | cached pods | index µs/reconcile | scan µs/reconcile | scan / index | index + plan µs/reconcile |"
     );
     println!("|---:|---:|---:|---:|---:|---:|");
-    let framework = TestFramework::default();
+    let framework = TestFramework::default().loaded();
     let now = Time(k8s_openapi::jiff::Timestamp::now());
     let mut first_pass = None;
     for jobs in [100, 1_000, 10_000] {

@@ -17,7 +17,7 @@ async fn main() -> std::process::ExitCode {
         .init();
     let cli = Cli::parse();
     match run(&cli.operator, "testjob-operator", |m| {
-        m.register(TestFramework::default())
+        Ok(m.register(TestFramework::default().loaded()))
     })
     .await
     {

@@ -29,6 +29,9 @@ pub enum Error {
         source: crate::framework::FrameworkError,
     },
 
+    /// A compiled framework's embedded manifest did not load (the build checks it: a bug).
+    #[error("loading a framework's manifest: {0}")]
+    Load(#[from] crate::manifest::LoadError),
     #[error("Kubernetes client configuration, {action}: {source}")]
     Config {
         action: &'static str,

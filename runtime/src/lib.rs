@@ -1,9 +1,10 @@
 //! kfop-runtime: the engine every kfop training-job operator calls into.
 //!
 //! * [`api`]: the shared API types with Kubeflow's JSON names.
-//! * [`framework`]: what the engine needs of a framework ([`Framework`], [`TrainingJob`]).
-//! * [`manifest`] and [`hooks`]: how a generated framework supplies it, as manifest data
-//!   ([`Manifest`]) plus code for what data cannot say ([`Hooks`], every method defaulted).
+//! * [`manifest`]: a framework as data, `kfop.yaml` loaded into a [`Manifest`].
+//! * [`framework`]: a framework's code ([`Framework`], every method defaulted), its job kind
+//!   ([`TrainingJob`]), and the two joined ([`Loaded`]): what the engine runs, compiled in or
+//!   applied at run time.
 //! * [`plan`]: the pure planner, `(framework, job, observed, now) -> Plan`.
 //! * [`gang`]: gang scheduling (Volcano / scheduler-plugins PodGroups), pure.
 //! * [`cel_rule`]: success and failure rules written in CEL (a manifest's `rule: cel`).
@@ -24,7 +25,6 @@ pub mod env;
 mod error;
 pub mod framework;
 pub mod gang;
-pub mod hooks;
 pub mod info;
 pub mod labels;
 pub mod malloc;
@@ -45,14 +45,13 @@ pub mod webhook;
 
 pub use error::{Error, Result};
 pub use framework::{
-    Framework, FrameworkError, FrameworkInfo, FrameworkPort, JobContext, JobPhase, ObservedPod,
+    Framework, FrameworkError, FrameworkInfo, FrameworkPort, JobContext, JobPhase, Loaded, ObservedPod,
     ObservedService, PodContext, Role, TrainingJob,
 };
-pub use hooks::Hooks;
 pub use k8s_openapi;
 pub use kfop_derive::training_job;
 pub use kube;
-pub use manifest::{FrameworkManifest, Manifest, MasterRule};
+pub use manifest::{LoadError, Manifest, MasterRule};
 pub use plan::{DesiredObject, StatusUpdate};
 pub use schemars;
 pub use serde;

@@ -9,7 +9,7 @@ use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, Client, Resource};
+use kube::{Api, Client};
 use kube_lease_manager::LeaseManagerBuilder;
 use tokio::sync::watch;
 
@@ -19,7 +19,7 @@ use crate::controller::{
     self, Activity, Context, ControllerConfig, Created, Deleted, Router, Triggers, Written,
 };
 use crate::error::{Error, Result};
-use crate::framework::{Framework, ObservedPod, ObservedService};
+use crate::framework::{Framework, Loaded, ObservedPod, ObservedService};
 use crate::labels::OPERATOR_NAME;
 use crate::metrics::Metrics;
 
@@ -116,12 +116,11 @@ impl Manager {
 
     /// Adds a framework's controller.
     #[must_use]
-    pub fn register<F: Framework>(mut self, framework: F) -> Self {
+    pub fn register<F: Framework>(mut self, framework: Loaded<F>) -> Self {
         let name = framework.info().controller_name.clone();
-        let job_type = framework.job_type();
         let job_kind = (
-            <F::Job as Resource>::api_version(&job_type).into_owned(),
-            <F::Job as Resource>::kind(&job_type).into_owned(),
+            framework.kind().api_version.clone(),
+            framework.kind().kind.clone(),
         );
         let kinds = framework.owned_kinds();
         let start: Start = Box::new(move |shared: Shared, children, objects| {
@@ -437,7 +436,7 @@ impl Manager {
 
 /// Runs `framework`'s controller with the manager's shared parts until `stop` completes.
 async fn start_controller<F: Framework>(
-    framework: F,
+    framework: Loaded<F>,
     shared: Shared,
     children: Triggers,
     objects: Vec<Children<DynamicObject>>,
@@ -445,7 +444,7 @@ async fn start_controller<F: Framework>(
 ) -> Result<()> {
     let ctx = Arc::new(Context {
         client: shared.client,
-        framework: Arc::new(controller::Typed::new(framework)),
+        framework: Arc::new(framework),
         config: shared.config,
         metrics: shared.metrics,
         events: shared.events,
@@ -506,12 +505,10 @@ impl Registry {
     }
 
     /// Starts `framework`'s controller; it runs until stopped or the manager stops.
-    pub fn start<F: Framework>(&self, framework: F) -> Running {
-        let job_type = framework.job_type();
-        let children = self.router.subscribe(
-            &<F::Job as Resource>::api_version(&job_type),
-            &<F::Job as Resource>::kind(&job_type),
-        );
+    pub fn start<F: Framework>(&self, framework: Loaded<F>) -> Running {
+        let children = self
+            .router
+            .subscribe(&framework.kind().api_version, &framework.kind().kind);
         let (stop, mut stopped) = watch::channel(false);
         let mut shutdown = self.shared.shutdown.clone();
         let until = async move {

@@ -11,8 +11,9 @@ use kube::CustomResourceExt;
 use crate::client::{self, RateLimit};
 use crate::controller::ControllerConfig;
 use crate::error::{Error, Result};
-use crate::framework::Framework;
+use crate::framework::{Framework, Loaded};
 use crate::manager::{LeaderElection, Manager, ManagerConfig};
+use crate::manifest::LoadError;
 use crate::webhook::{Endpoint, Policy, WebhookConfig, WebhookOptions};
 
 /// Flags every kfop operator accepts (names follow Kubeflow's training-operator).
@@ -159,7 +160,7 @@ impl OperatorArgs {
 pub async fn run(
     args: &OperatorArgs,
     reporter: &str,
-    register: impl FnOnce(Manager) -> Manager,
+    register: impl FnOnce(Manager) -> Result<Manager>,
 ) -> Result<()> {
     let config = kube::Config::infer().await.map_err(|e| Error::Config {
         action: "inferring it from $KUBECONFIG or the cluster",
@@ -176,7 +177,7 @@ pub async fn run(
         action: "building the client",
         source: Box::new(e),
     })?;
-    let manager = register(Manager::new(client, args.manager_config(reporter)));
+    let manager = register(Manager::new(client, args.manager_config(reporter)))?;
     manager.ensure_conversion_served().await?;
     manager.run(shutdown_signal()).await
 }
@@ -236,25 +237,30 @@ pub fn block_on(main: impl std::future::Future<Output = ExitCode>) -> ExitCode {
 }
 
 /// The whole `main` of a one-framework operator: logging, flags, `crd` to print the CRD, else
-/// run until SIGTERM.
-pub fn main<F>() -> ExitCode
+/// run until SIGTERM. `framework` is what the crate's generated `framework(code)` loaded.
+pub fn main<F>(framework: Result<Loaded<F>, LoadError>) -> ExitCode
 where
-    F: Framework + Default,
+    F: Framework,
     F::Job: CustomResourceExt,
 {
-    block_on(framework_main::<F>())
+    block_on(framework_main(framework))
 }
 
-async fn framework_main<F>() -> ExitCode
+async fn framework_main<F>(framework: Result<Loaded<F>, LoadError>) -> ExitCode
 where
-    F: Framework + Default,
+    F: Framework,
     F::Job: CustomResourceExt,
 {
     init_logging("info,kube_client::client::builder=off");
-    let framework = F::default();
+    let framework = match framework {
+        Ok(f) => f,
+        Err(e) => {
+            tracing::error!(error = %e, "loading the framework's manifest");
+            return ExitCode::FAILURE;
+        }
+    };
     let info = framework.info().clone();
-    let kind = <F::Job as kube::Resource>::kind(&framework.job_type()).into_owned();
-    let command = SingleCli::command().about(format!("The {kind} operator"));
+    let command = SingleCli::command().about(format!("The {} operator", framework.kind().kind));
     let parsed = SingleCli::from_arg_matches(&command.get_matches());
     let cli = match parsed {
         Ok(cli) => cli,
@@ -265,7 +271,14 @@ where
             use std::io::Write;
             let _ = std::io::stdout().write_all(yaml.as_bytes());
         }),
-        None => run(&cli.operator, &info.controller_name, |m| m.register(framework)).await,
+        None => {
+            run(
+                &cli.operator,
+                &info.controller_name,
+                |m| Ok(m.register(framework)),
+            )
+            .await
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

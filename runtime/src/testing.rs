@@ -9,9 +9,11 @@ use serde::{Deserialize, Serialize};
 use crate::api::{JobStatus, ReplicaSpec, RestartPolicy, RunPolicy};
 use crate::controller::ControllerConfig;
 use crate::framework::{
-    Framework, FrameworkInfo, FrameworkPort, JobName, LifecycleWording, Role, TrainingJob,
+    Framework, FrameworkInfo, FrameworkPort, JobName, LifecycleWording, Loaded, Role, TrainingJob,
 };
 use crate::manager::{Manager, ManagerConfig};
+use crate::manifest::Manifest;
+use crate::status_rule::StatusRule;
 
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
@@ -80,11 +82,22 @@ fn test_info() -> FrameworkInfo {
     }
 }
 
+impl TestFramework {
+    /// This framework with a manifest of its `info` whose status rule is its code's.
+    pub fn loaded(self) -> Loaded<Self> {
+        let kind = kube::api::ApiResource::erase::<TestJob>(&());
+        Loaded::new(Manifest::of(self.info.clone(), kind, StatusRule::Hook), self)
+    }
+}
+
 impl Framework for TestFramework {
     type Job = TestJob;
 
-    fn info(&self) -> &FrameworkInfo {
-        &self.info
+    /// The engine's old default: the master decides, or every role without one.
+    fn update_status(&self, job: &Self::Job, update: &mut crate::plan::StatusUpdate<'_>) {
+        let _ = job;
+        let policy = crate::policy::SuccessPolicy::master_else_all(&self.info, update.specs());
+        update.apply_policy(&policy);
     }
 
     fn lifecycle_wording(&self, job: &Self::Job, name: JobName<'_>) -> LifecycleWording {

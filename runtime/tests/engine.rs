@@ -24,7 +24,9 @@ async fn fixture(prefix: &str) -> (Fixture, Operator) {
     let env = TestEnv::shared().unwrap();
     env.install_crds([TestJob::crd()]).await.unwrap();
     let ns = env.namespace(prefix).await.unwrap();
-    let operator = Operator::start(ns.client(), ns.name(), |m| m.register(TestFramework::default()));
+    let operator = Operator::start(ns.client(), ns.name(), |m| {
+        m.register(TestFramework::default().loaded())
+    });
     let f = Fixture {
         jobs: ns.api(),
         pods: ns.api(),
@@ -539,7 +541,7 @@ async fn operator_restart_mid_job_converges_without_duplicates() {
     op.kill();
     pods::finish(&f.pods, "tj-worker-1", 0, 0).await.unwrap();
     let op = Operator::start(f.ns.client(), f.ns.name(), |m| {
-        m.register(TestFramework::default())
+        m.register(TestFramework::default().loaded())
     });
     f.wait_condition("tj", C::Running).await;
     tokio::time::sleep(Duration::from_secs(1)).await;

@@ -34,7 +34,7 @@ async fn fixture(prefix: &str, scheduler: GangScheduler) -> Fixture {
         ns.client(),
         ns.name(),
         |c| c.gang = scheduler,
-        |m| m.register(TestFramework::default()),
+        |m| m.register(TestFramework::default().loaded()),
     );
     Fixture {
         jobs: ns.api(),

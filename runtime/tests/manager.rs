@@ -57,7 +57,7 @@ fn start(
     config: ManagerConfig,
 ) -> (tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let manager = Manager::new(client, config).register(TestFramework::default());
+    let manager = Manager::new(client, config).register(TestFramework::default().loaded());
     let task = tokio::spawn(async move {
         let _ = manager
             .run(async move {

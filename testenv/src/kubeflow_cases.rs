@@ -5,7 +5,8 @@
 //! kind (a macro, so the fixture names that kind's own types without this crate depending on
 //! the operator or on kfop-runtime).
 
-/// Expands the fixture for one job kind into the calling test file: `Job`, `FRAMEWORK`, `KIND`,
+/// Expands the fixture for one job kind into the calling test file (`framework` is the loaded
+/// framework to run): `Job`, `KIND`,
 /// `CONTROLLER`, `SPECS`, `CONTAINER`, `PORT_NAME`, `JOB` (`test-job`), `fixture(prefix)`,
 /// `replica`, `new_job`, the `Fixture` waits, `conditions`, `cond`, `env`, `strings`, `owner`,
 /// `labels`, `check_resources` and `suspend_then_resume`. The caller depends on kfop-runtime
@@ -14,7 +15,7 @@
 macro_rules! kubeflow_cases {
     (
         job = $job:ty,
-        framework = $framework:path,
+        framework = $framework:expr,
         kind = $kind:literal,
         controller = $controller:literal,
         specs = $specs:literal,
@@ -34,7 +35,6 @@ macro_rules! kubeflow_cases {
         use ::serde_json::{Value, json};
 
         type Job = $job;
-        const FRAMEWORK: $framework = $framework;
         const KIND: &str = $kind;
         const CONTROLLER: &str = $controller;
         const SPECS: &str = $specs;
@@ -54,7 +54,7 @@ macro_rules! kubeflow_cases {
             let env = TestEnv::shared().unwrap();
             env.install_crds([Job::crd()]).await.unwrap();
             let ns = env.namespace(prefix).await.unwrap();
-            let operator = Operator::start(ns.client(), ns.name(), |m| m.register(FRAMEWORK));
+            let operator = Operator::start(ns.client(), ns.name(), |m| m.register($framework));
             Fixture {
                 jobs: ns.api(),
                 pods: ns.api(),

@@ -10,6 +10,12 @@ use crate::manifest::{self, FILE_NAME, ManifestError};
 pub enum CodegenError {
     #[error(transparent)]
     Manifest(#[from] ManifestError),
+    /// Valid, but the engine cannot load it (the operator would refuse it the same way).
+    #[error("{file}: {source}")]
+    Load {
+        file: PathBuf,
+        source: kfop_runtime::LoadError,
+    },
     #[error(transparent)]
     Generate(#[from] GenerateError),
     #[error("{path}: {source}")]
@@ -239,6 +245,17 @@ fn check_target(args: &NewArgs, dir: &Path) -> Result<(), CodegenError> {
     Ok(())
 }
 
+/// Parses and validates manifest `text`, and loads it as the operator will: what `kfop gen`
+/// accepts, the compiled operator loads.
+fn parse_and_load(text: &str, file: &Path) -> Result<manifest::Model, CodegenError> {
+    let model = manifest::parse(text, file)?;
+    kfop_runtime::Manifest::from_model(&model).map_err(|source| CodegenError::Load {
+        file: file.to_owned(),
+        source,
+    })?;
+    Ok(model)
+}
+
 pub fn new(args: &NewArgs) -> Result<Created, CodegenError> {
     let name = &args.framework;
     check_name(name)?;
@@ -262,7 +279,7 @@ pub fn new(args: &NewArgs) -> Result<Created, CodegenError> {
                 .unwrap_or_else(|| format!("{name}.example.com")),
         ),
     };
-    let model = manifest::parse(&text, args.manifest.as_deref().unwrap_or(&manifest_path))?;
+    let model = parse_and_load(&text, args.manifest.as_deref().unwrap_or(&manifest_path))?;
     if &model.name != name {
         return Err(CodegenError::NameMismatch {
             flag: name.clone(),
@@ -279,7 +296,7 @@ pub fn new(args: &NewArgs) -> Result<Created, CodegenError> {
         return Ok(Created::Manifest(manifest_path));
     }
     let source = source(&dir, &args.kfop_source);
-    let files = generate::render(&model, &source)?;
+    let files = generate::render(&model, &text, &source)?;
     for file in &files {
         write(&dir, file)?;
     }
@@ -313,10 +330,18 @@ pub struct GenReport {
 
 pub fn gen_crate(args: &GenArgs) -> Result<GenReport, CodegenError> {
     let dir = &args.dir;
-    let model = manifest::load(&dir.join(FILE_NAME))?;
+    let path = dir.join(FILE_NAME);
+    let text = std::fs::read_to_string(&path).map_err(|e| ManifestError {
+        file: path.clone(),
+        line: 0,
+        column: 0,
+        field: String::new(),
+        message: format!("cannot read the manifest: {e}; create one with `kfop new` or pass --manifest"),
+    })?;
+    let model = parse_and_load(&text, &path)?;
     // Cargo.toml is the user's (written once by `new`), so where the kfop crates come from does
     // not change what `gen` writes.
-    let files = generate::render(&model, &KfopSource::Registry)?;
+    let files = generate::render(&model, &text, &KfopSource::Registry)?;
     let lock_path = dir.join(LOCK_FILE);
     let old = std::fs::read_to_string(&lock_path)
         .ok()

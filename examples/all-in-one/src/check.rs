@@ -403,7 +403,7 @@ fn denied(answers: Vec<(Ask, bool)>, namespace: Option<&str>) -> Vec<(String, Re
 
 /// A Deployment running Kubeflow's training-operator or mpi-operator for any of `enabled`.
 pub fn kubeflow_operator(deployment: &Deployment, enabled: &BTreeSet<Scheme>) -> Option<Finding> {
-    let spec = deployment.spec.as_ref()?;
+    let spec = &deployment.spec;
     if spec.replicas == Some(0) {
         return None;
     }

@@ -12,17 +12,16 @@ pub mod deploy;
 pub mod samples;
 pub mod schemes;
 
-use schemes::Scheme;
+use kfop_runtime::LoadError;
+use schemes::{FrameworkConfig, Scheme};
 
 /// The all-in-one operator's flags: the engine's, and those of the bundled frameworks.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Flags {
     #[command(flatten)]
     pub operator: kfop_runtime::operator::OperatorArgs,
-    /// Image of the kubectl-delivery init container of a v1 MPIJob's launcher, which copies
-    /// kubectl in for kubexec.sh (training-operator's flag of the same name)
-    #[arg(long, default_value = mpi_operator::v1::DEFAULT_KUBECTL_DELIVERY_IMAGE)]
-    pub mpi_kubectl_delivery_image: String,
+    #[command(flatten)]
+    pub frameworks: FrameworkConfig,
     /// Serve job kinds registered at run time by Framework resources (kfop.dev/v1alpha1):
     /// install their CRDs (RBAC: the optional kfop-operator-runtime-frameworks ClusterRole) and
     /// run their controllers; `false` refuses every Framework with a condition saying so
@@ -30,18 +29,15 @@ pub struct Flags {
     pub runtime_frameworks: bool,
 }
 
-impl Flags {
-    /// Hands the frameworks their flags (before any controller starts).
-    pub fn configure_frameworks(&self) {
-        mpi_operator::v1::set_kubectl_delivery_image(self.mpi_kubectl_delivery_image.clone());
-    }
-}
-
-/// Registers the controllers of the enabled kinds.
-pub fn register(manager: Manager, enabled: &BTreeSet<Scheme>) -> Manager {
+/// Registers the controllers of the enabled kinds, their code configured by `config`.
+pub fn register(
+    manager: Manager,
+    enabled: &BTreeSet<Scheme>,
+    config: &FrameworkConfig,
+) -> Result<Manager, LoadError> {
     enabled
         .iter()
-        .fold(manager, |manager, scheme| scheme.register(manager))
+        .try_fold(manager, |manager, scheme| scheme.register(manager, config))
 }
 
 /// Adds the loader of run-time frameworks (`Framework` resources), enabled or refusing as

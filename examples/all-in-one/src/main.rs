@@ -90,10 +90,12 @@ async fn operator_main() -> ExitCode {
             .map(|text| say(text.trim_end()))
             .map_err(|e| e.to_string()),
         None => {
-            cli.flags.configure_frameworks();
             let runtime_frameworks = cli.flags.runtime_frameworks;
             run(&cli.flags.operator, "kfop-operator", |m| {
-                load_frameworks(register(m, &enabled), runtime_frameworks)
+                Ok(load_frameworks(
+                    register(m, &enabled, &cli.flags.frameworks)?,
+                    runtime_frameworks,
+                ))
             })
             .await
             .map_err(|e| e.to_string())

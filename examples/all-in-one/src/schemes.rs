@@ -2,14 +2,16 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use kfop_runtime::LoadError;
 use kfop_runtime::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kfop_runtime::kube::CustomResourceExt;
 use kfop_runtime::manager::Manager;
 use kfop_runtime::webhook::Converter;
 
-/// The one list of bundled kinds: variant, `--enable-scheme` name, framework, job type.
+/// The one list of bundled kinds: variant, `--enable-scheme` name, the framework's crate, its
+/// code as configured, job type.
 macro_rules! bundled_kinds {
-    ($($variant:ident = $flag:literal: $framework:expr, $job:ty;)*) => {
+    ($($variant:ident = $flag:literal: $krate:ident, $code:expr, $job:ty;)*) => {
         /// The bundled job kinds, by the lower-case name `--enable-scheme` takes.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
         pub enum Scheme {
@@ -19,11 +21,11 @@ macro_rules! bundled_kinds {
         impl Scheme {
             pub const ALL: [(&'static str, Self); [$($flag),*].len()] = [$(($flag, Self::$variant),)*];
 
-            /// Registers this kind's controller.
-            fn register_controller(self, manager: Manager) -> Manager {
-                match self {
-                    $(Self::$variant => manager.register($framework),)*
-                }
+            /// Registers this kind's controller, its code configured by `config`.
+            fn register_controller(self, manager: Manager, config: &FrameworkConfig) -> Result<Manager, LoadError> {
+                Ok(match self {
+                    $(Self::$variant => manager.register($krate::framework(($code)(config))?),)*
+                })
             }
 
             /// This kind's CRD as its derive makes it: one version (for MPIJob v2beta1 alone),
@@ -41,23 +43,74 @@ macro_rules! bundled_kinds {
 }
 
 bundled_kinds! {
-    TfJob = "tfjob": tensorflow_operator::Tensorflow, tensorflow_operator::TFJob;
-    PyTorchJob = "pytorchjob": pytorch_operator::Pytorch, pytorch_operator::PyTorchJob;
-    XgBoostJob = "xgboostjob": xgboost_operator::Xgboost, xgboost_operator::XGBoostJob;
-    PaddleJob = "paddlejob": paddle_operator::Paddle, paddle_operator::PaddleJob;
-    JaxJob = "jaxjob": jax_operator::Jax, jax_operator::JAXJob;
-    MxJob = "mxjob": mxnet_operator::Mxnet, mxnet_operator::MXJob;
-    MpiJob = "mpijob": mpi_operator::Mpi, mpi_operator::MPIJob;
+    TfJob = "tfjob": tensorflow_operator, FrameworkConfig::tensorflow, tensorflow_operator::TFJob;
+    PyTorchJob = "pytorchjob": pytorch_operator, FrameworkConfig::pytorch, pytorch_operator::PyTorchJob;
+    XgBoostJob = "xgboostjob": xgboost_operator, |_| xgboost_operator::Xgboost, xgboost_operator::XGBoostJob;
+    PaddleJob = "paddlejob": paddle_operator, |_| paddle_operator::Paddle, paddle_operator::PaddleJob;
+    JaxJob = "jaxjob": jax_operator, |_| jax_operator::Jax, jax_operator::JAXJob;
+    MxJob = "mxjob": mxnet_operator, |_| mxnet_operator::Mxnet, mxnet_operator::MXJob;
+    MpiJob = "mpijob": mpi_operator, FrameworkConfig::mpi, mpi_operator::MPIJob;
+}
+
+/// What the bundled frameworks' code is configured with: the operator's flags that
+/// training-operator has for them.
+#[derive(Debug, Clone, clap::Args)]
+pub struct FrameworkConfig {
+    /// Image of the init container of a PyTorchJob's workers that waits for the master
+    /// (training-operator's flag of the same name)
+    #[arg(long, env = "PYTORCH_INIT_CONTAINER_IMAGE", default_value = pytorch_operator::hooks::INIT_IMAGE)]
+    pub pytorch_init_container_image: String,
+    /// Cluster domain TF_CONFIG's host names end in, none when empty (training-operator reads
+    /// the same environment variable)
+    #[arg(long, env = "CUSTOM_CLUSTER_DOMAIN", default_value = "")]
+    pub custom_cluster_domain: String,
+    /// Image of the kubectl-delivery init container of a v1 MPIJob's launcher, which copies
+    /// kubectl in for kubexec.sh (training-operator's flag of the same name)
+    #[arg(long, default_value = mpi_operator::v1::DEFAULT_KUBECTL_DELIVERY_IMAGE)]
+    pub mpi_kubectl_delivery_image: String,
+}
+
+impl Default for FrameworkConfig {
+    fn default() -> Self {
+        Self {
+            pytorch_init_container_image: pytorch_operator::hooks::INIT_IMAGE.to_owned(),
+            custom_cluster_domain: String::new(),
+            mpi_kubectl_delivery_image: mpi_operator::v1::DEFAULT_KUBECTL_DELIVERY_IMAGE.to_owned(),
+        }
+    }
+}
+
+impl FrameworkConfig {
+    fn tensorflow(&self) -> tensorflow_operator::Tensorflow {
+        tensorflow_operator::Tensorflow {
+            cluster_domain: self.custom_cluster_domain.clone(),
+        }
+    }
+
+    fn pytorch(&self) -> pytorch_operator::Pytorch {
+        pytorch_operator::Pytorch {
+            init_container_image: self.pytorch_init_container_image.clone(),
+        }
+    }
+
+    fn mpi(&self) -> mpi_operator::Mpi {
+        mpi_operator::Mpi {
+            v1: mpi_operator::v1::V1 {
+                kubectl_delivery_image: self.mpi_kubectl_delivery_image.clone(),
+            },
+            ..mpi_operator::Mpi::default()
+        }
+    }
 }
 
 impl Scheme {
     /// Registers this kind's controller, and its converter when it has several versions.
-    pub fn register(self, manager: Manager) -> Manager {
-        let manager = self.register_controller(manager);
-        match self.converter() {
+    pub fn register(self, manager: Manager, config: &FrameworkConfig) -> Result<Manager, LoadError> {
+        let manager = self.register_controller(manager, config)?;
+        Ok(match self.converter() {
             Some(converter) => manager.convert(converter),
             None => manager,
-        }
+        })
     }
 
     /// The conversion between this kind's versions, when it has several.

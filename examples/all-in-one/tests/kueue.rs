@@ -239,7 +239,7 @@ async fn kueue_queues_kubeflow_jobs_that_kfop_runs() {
         ns.client(),
         ns.name(),
         |_| {},
-        move |m| kfop_operator::register(m, &all),
+        move |m| kfop_operator::register(m, &all, &Default::default()).unwrap(),
     );
 
     // The first three fill the quota exactly.

@@ -175,7 +175,12 @@ async fn a_framework_lives_through_apply_change_refusal_and_delete() {
         ns.client(),
         ns.name(),
         move |c| c.gang = gang,
-        |m| kfop_operator::load_frameworks(kfop_operator::register(m, &BTreeSet::new()), true),
+        |m| {
+            kfop_operator::load_frameworks(
+                kfop_operator::register(m, &BTreeSet::new(), &Default::default()).unwrap(),
+                true,
+            )
+        },
     );
     let frameworks: Api<Framework> = Api::all(ns.client());
     let crds: Api<CustomResourceDefinition> = Api::all(ns.client());

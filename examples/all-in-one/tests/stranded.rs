@@ -34,7 +34,7 @@ fn operator(ns: &TestNamespace) -> Operator {
         ns.client(),
         ns.name(),
         |c| c.resync_period = Duration::from_secs(3600),
-        move |m| kfop_operator::register(m, &all),
+        move |m| kfop_operator::register(m, &all, &Default::default()).unwrap(),
     )
 }
 

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use kfop_operator::schemes::FrameworkConfig;
 use kfop_operator::schemes::Scheme;
 use kfop_operator::{register, samples, say};
 use kfop_runtime::api::{JobConditionType, JobStatus};
@@ -33,6 +34,8 @@ pub struct DemoArgs {
 pub enum DemoError {
     #[error(transparent)]
     Plane(#[from] kfop_testenv::Error),
+    #[error(transparent)]
+    Load(#[from] kfop_runtime::LoadError),
     #[error("{context}: {source}")]
     Kube {
         context: String,
@@ -86,7 +89,11 @@ pub async fn run(args: &DemoArgs, enabled: &BTreeSet<Scheme>) -> Result<(), Demo
         reporter: "kfop-operator".into(),
         ..ManagerConfig::default()
     };
-    let manager = register(Manager::new(client.clone(), config), enabled);
+    let manager = register(
+        Manager::new(client.clone(), config),
+        enabled,
+        &FrameworkConfig::default(),
+    )?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let operator = tokio::spawn(manager.run(async move {
         let _ = stopped.await;

@@ -5,7 +5,7 @@
 
 kfop_testenv::kubeflow_cases!(
     job = jax_operator::JAXJob,
-    framework = jax_operator::Jax,
+    framework = jax_operator::framework(Default::default()).unwrap(),
     kind = "JAXJob",
     controller = "jaxjob-controller",
     specs = "jaxReplicaSpecs",

@@ -3,7 +3,7 @@
 //! The operator against a real control plane (started by kfop-testenv, or the cluster named by
 //! KFOP_TEST_KUBECONFIG): a JAXJob gets its pods with the manifest's environment and
 //! succeeds when they do.
-use jax_operator::{JAXJob, Jax};
+use jax_operator::{JAXJob, framework};
 use kfop_runtime::kube::CustomResourceExt;
 use kfop_runtime::testing::Operator;
 use kfop_testenv::TestEnv;
@@ -47,7 +47,8 @@ async fn a_job_gets_its_pods_and_succeeds() {
             ),
         ],
     };
-    let start = |client, ns: &str| Operator::start(client, ns, |m| m.register(Jax));
+    let framework = || framework(Default::default()).unwrap();
+    let start = |client, ns: &str| Operator::start(client, ns, |m| m.register(framework()));
     job_succeeds(TestEnv::shared().unwrap(), "jax", check, start)
         .await
         .unwrap();

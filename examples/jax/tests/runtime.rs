@@ -6,8 +6,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use jax_operator::{JAXJob, Jax};
-use kfop_runtime::dynamic::{RuntimeFramework, RuntimeJob};
-use kfop_runtime::framework::{Framework, Observed, observed_service};
+use kfop_runtime::TrainingJob;
+use kfop_runtime::dynamic::{NoCode, RuntimeJob};
+use kfop_runtime::framework::{Loaded, Observed, observed_service};
 use kfop_runtime::k8s_openapi::api::core::v1::{Pod, Service};
 use kfop_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kfop_runtime::k8s_openapi::jiff::Timestamp;
@@ -29,11 +30,11 @@ fn job_json(status: Option<&Value>) -> Value {
     job
 }
 
-fn runtime_framework() -> RuntimeFramework {
+fn runtime_framework() -> Loaded<NoCode> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("kfop.yaml");
     let text = std::fs::read_to_string(&path).unwrap();
     let model = kfop_runtime::manifest::model::parse(&text, &path).unwrap();
-    RuntimeFramework::from_model(&model).unwrap()
+    kfop_runtime::dynamic::load(&model).unwrap()
 }
 
 /// What a plan does, as JSON, for comparison.
@@ -50,7 +51,7 @@ fn summary(plan: &Plan) -> Value {
 fn plans(status: Option<&Value>, observed: &Observed, now: &Time) -> (Plan, Plan) {
     let compiled: JAXJob = serde_json::from_value(job_json(status)).unwrap();
     let loaded: RuntimeJob = serde_json::from_value(job_json(status)).unwrap();
-    let a = plan(&Jax, &compiled, observed, now).unwrap();
+    let a = plan(&jax_operator::framework(Jax).unwrap(), &compiled, observed, now).unwrap();
     let b = plan(&runtime_framework(), &loaded, observed, now).unwrap();
     (a, b)
 }
@@ -80,7 +81,7 @@ fn observed(pods: &[Pod], services: &[Service], phase: &str) -> Observed {
 #[test]
 fn compiled_and_loaded_frameworks_plan_one_job_alike() {
     let now = Time(Timestamp::from_second(1_700_000_000).unwrap());
-    assert_eq!(Framework::info(&Jax), Framework::info(&runtime_framework()));
+    assert_eq!(JAXJob::framework_info(), runtime_framework().info());
 
     let (created, loaded) = plans(None, &Observed::default(), &now);
     assert_eq!(summary(&created), summary(&loaded));

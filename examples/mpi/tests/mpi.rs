@@ -12,7 +12,7 @@ use kfop_runtime::kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kfop_runtime::kube::{CustomResourceExt, ResourceExt};
 use kfop_runtime::testing::Operator;
 use kfop_testenv::{TestEnv, TestNamespace, pods, wait};
-use mpi_operator::{MPIJob, Mpi};
+use mpi_operator::MPIJob;
 use serde_json::{Value, json};
 
 struct Fixture {
@@ -26,7 +26,9 @@ async fn fixture(prefix: &str) -> Fixture {
     let env = TestEnv::shared().unwrap();
     env.install_crds([MPIJob::crd()]).await.unwrap();
     let ns = env.namespace(prefix).await.unwrap();
-    let operator = Operator::start(ns.client(), ns.name(), |m| m.register(Mpi));
+    let operator = Operator::start(ns.client(), ns.name(), |m| {
+        m.register(mpi_operator::framework(Default::default()).unwrap())
+    });
     Fixture {
         jobs: ns.api(),
         pods: ns.api(),
@@ -529,7 +531,13 @@ fn a_finished_job_recreates_no_owned_object() {
     let now = Time(kfop_runtime::k8s_openapi::jiff::Timestamp::from_second(1_700_000_000).unwrap());
     let mut job = mpi_job("done", 2, json!({}));
     job.metadata.namespace = Some("ns".to_owned());
-    let active = plan(&Mpi, &job, &Observed::default(), &now).unwrap();
+    let active = plan(
+        &mpi_operator::framework(Default::default()).unwrap(),
+        &job,
+        &Observed::default(),
+        &now,
+    )
+    .unwrap();
     assert!(
         !active.create_objects.is_empty(),
         "an active job creates its objects"
@@ -541,7 +549,13 @@ fn a_finished_job_recreates_no_owned_object() {
         "completionTime": "2023-11-14T22:13:20Z"
     }))
     .unwrap();
-    let finished = plan(&Mpi, &job, &Observed::default(), &now).unwrap();
+    let finished = plan(
+        &mpi_operator::framework(Default::default()).unwrap(),
+        &job,
+        &Observed::default(),
+        &now,
+    )
+    .unwrap();
     assert!(
         finished.create_objects.is_empty(),
         "a finished job created {:?}",

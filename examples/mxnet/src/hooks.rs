@@ -4,9 +4,8 @@ use kfop_runtime::env::EnvContext;
 use kfop_runtime::k8s_openapi::api::core::v1::{EnvVar, PodTemplateSpec};
 use kfop_runtime::kube::ResourceExt;
 use kfop_runtime::labels::child_name;
-use kfop_runtime::{FrameworkError, Hooks, PodContext, TrainingJob};
+use kfop_runtime::{Framework, FrameworkError, PodContext};
 
-use crate::Mxnet;
 use crate::api::MXJob;
 
 /// The replica-template annotation whose value MX_CONFIG carries as the role's label.
@@ -57,15 +56,20 @@ pub fn mx_config(ctx: &EnvContext<'_>) -> Result<String, String> {
     ))
 }
 
-impl Hooks for Mxnet {
+/// The MXJob framework's code.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Mxnet;
+
+impl Framework for Mxnet {
+    type Job = MXJob;
+
     fn decorate_pod(
         &self,
         ctx: &PodContext<'_, MXJob>,
         template: &mut PodTemplateSpec,
     ) -> Result<(), FrameworkError> {
         let name = ctx.job.name_any();
-        let info = <MXJob as TrainingJob>::framework_info();
-        let (config, scheduler_port) = ctx.with_env(info, |env| (mx_config(env), env.port("Scheduler")));
+        let (config, scheduler_port) = ctx.with_env(|env| (mx_config(env), env.port("Scheduler")));
         let config = config.map_err(FrameworkError::new)?;
         let replicas = |role: &str| ctx.specs.get(role).map_or(0, ReplicaSpec::replicas);
         let (root_uri, root_port) = match ctx.specs.get("Scheduler").filter(|s| s.replicas() > 0) {

@@ -5,7 +5,7 @@
 
 kfop_testenv::kubeflow_cases!(
     job = mxnet_operator::MXJob,
-    framework = mxnet_operator::Mxnet,
+    framework = mxnet_operator::framework(Default::default()).unwrap(),
     kind = "MXJob",
     controller = "mxjob-controller",
     specs = "mxReplicaSpecs",

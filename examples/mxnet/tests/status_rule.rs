@@ -4,7 +4,7 @@
 //! wording, restart announcements), which the Kubeflow conformance cases were judged against.
 use kfop_runtime::policy::SuccessPolicy;
 use kfop_runtime::testing::compare_status_rules;
-use kfop_runtime::{Manifest, RuleWording, StatusRule};
+use kfop_runtime::{RuleWording, StatusRule};
 
 const ROLES: [&str; 6] = [
     "Scheduler",
@@ -27,7 +27,8 @@ fn the_cel_rule_says_what_the_success_list_did() {
             exit_code_restart_events: true,
         },
     };
-    let cel = &mxnet_operator::Mxnet.manifest().status;
+    let framework = mxnet_operator::framework(mxnet_operator::Mxnet).unwrap();
+    let cel = &framework.manifest().status;
     assert!(matches!(cel, StatusRule::Cel(_)), "{cel:?}");
     // Every set of the six roles present, each after 3 prior conditions: 3 states without any,
     // 84 x 3 with one, 1,500 sampled with two or more.

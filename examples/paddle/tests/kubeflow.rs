@@ -5,7 +5,7 @@
 
 kfop_testenv::kubeflow_cases!(
     job = paddle_operator::PaddleJob,
-    framework = paddle_operator::Paddle,
+    framework = paddle_operator::framework(Default::default()).unwrap(),
     kind = "PaddleJob",
     controller = "paddlejob-controller",
     specs = "paddleReplicaSpecs",

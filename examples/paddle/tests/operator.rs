@@ -7,7 +7,7 @@ use kfop_runtime::kube::CustomResourceExt;
 use kfop_runtime::testing::Operator;
 use kfop_testenv::TestEnv;
 use kfop_testenv::lifecycle::{JobCheck, job_succeeds};
-use paddle_operator::{Paddle, PaddleJob};
+use paddle_operator::{PaddleJob, framework};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_gets_its_pods_and_succeeds() {
@@ -62,7 +62,8 @@ async fn a_job_gets_its_pods_and_succeeds() {
             ),
         ],
     };
-    let start = |client, ns: &str| Operator::start(client, ns, |m| m.register(Paddle));
+    let framework = || framework(Default::default()).unwrap();
+    let start = |client, ns: &str| Operator::start(client, ns, |m| m.register(framework()));
     job_succeeds(TestEnv::shared().unwrap(), "paddle", check, start)
         .await
         .unwrap();

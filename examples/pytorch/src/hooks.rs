@@ -7,14 +7,13 @@ use kfop_runtime::env::EnvContext;
 use kfop_runtime::k8s_openapi::api::core::v1::{Container, EnvVar, PodTemplateSpec};
 use kfop_runtime::kube::ResourceExt;
 use kfop_runtime::labels::child_name;
-use kfop_runtime::{DesiredObject, FrameworkError, Hooks, JobContext, PodContext, StatusUpdate, TrainingJob};
+use kfop_runtime::{DesiredObject, Framework, FrameworkError, JobContext, PodContext, StatusUpdate};
 
 use crate::api::PyTorchJob;
-use crate::{Pytorch, elastic};
+use crate::elastic;
 
-/// Image of the init container that waits for the master's DNS name (Kubeflow's
-/// `--pytorch-init-container-image`); `PYTORCH_INIT_CONTAINER_IMAGE` overrides it.
-const INIT_IMAGE: &str = "alpine:3.10";
+/// Kubeflow's default image of the init container that waits for the master's DNS name.
+pub const INIT_IMAGE: &str = "alpine:3.10";
 const INIT_MAX_TRIES: u32 = 100;
 
 /// `nprocPerNode` with Kubeflow's default: `auto` unless the deprecated elastic field is set.
@@ -93,9 +92,24 @@ pub fn env(job: &PyTorchJob, ctx: &EnvContext<'_>) -> Result<Vec<(String, String
     Ok(vars)
 }
 
+/// The PyTorchJob framework's code and its configuration.
+#[derive(Debug, Clone)]
+pub struct Pytorch {
+    /// Image of the init container that waits for the master (Kubeflow's
+    /// `--pytorch-init-container-image`).
+    pub init_container_image: String,
+}
+
+impl Default for Pytorch {
+    fn default() -> Self {
+        Self {
+            init_container_image: INIT_IMAGE.to_owned(),
+        }
+    }
+}
+
 /// Kubeflow's `init-pytorch`: wait until the master's service name resolves.
-fn init_container(master: &str) -> Result<Container, FrameworkError> {
-    let image = std::env::var("PYTORCH_INIT_CONTAINER_IMAGE").unwrap_or_else(|_| INIT_IMAGE.to_owned());
+fn init_container(image: &str, master: &str) -> Result<Container, FrameworkError> {
     kfop_runtime::serde_json::from_value(kfop_runtime::serde_json::json!({
         "name": "init-pytorch",
         "image": image,
@@ -108,7 +122,9 @@ fn init_container(master: &str) -> Result<Container, FrameworkError> {
     .map_err(|e| FrameworkError::with_source("building the init container", e))
 }
 
-impl Hooks for Pytorch {
+impl Framework for Pytorch {
+    type Job = PyTorchJob;
+
     /// Master if present, else worker 0 (Kubeflow v1.8).
     fn is_master(
         &self,
@@ -130,10 +146,7 @@ impl Hooks for Pytorch {
         template: &mut PodTemplateSpec,
     ) -> Result<(), FrameworkError> {
         let name = ctx.job.name_any();
-        let info = <PyTorchJob as TrainingJob>::framework_info();
-        let vars = ctx
-            .with_env(info, |e| env(ctx.job, e))
-            .map_err(FrameworkError::new)?;
+        let vars = ctx.with_env(|e| env(ctx.job, e)).map_err(FrameworkError::new)?;
         let Some(pod) = template.spec.as_mut() else {
             return Ok(());
         };
@@ -148,7 +161,10 @@ impl Hooks for Pytorch {
         if ctx.role == "Worker" && ctx.specs.contains_key("Master") {
             pod.init_containers
                 .get_or_insert_with(Vec::new)
-                .push(init_container(&child_name(&name, "Master", 0))?);
+                .push(init_container(
+                    &self.init_container_image,
+                    &child_name(&name, "Master", 0),
+                )?);
         }
         Ok(())
     }
@@ -172,6 +188,7 @@ impl Hooks for Pytorch {
 mod tests {
     use super::*;
     use crate::api::PyTorchJob;
+    use kfop_runtime::TrainingJob;
     use kfop_runtime::serde_json::json;
 
     fn job(spec: kfop_runtime::serde_json::Value) -> PyTorchJob {
@@ -285,7 +302,7 @@ mod tests {
 
     #[test]
     fn init_container_waits_for_the_master() {
-        let c = init_container("test-job-master-0").unwrap();
+        let c = init_container(INIT_IMAGE, "test-job-master-0").unwrap();
         assert_eq!(c.name, "init-pytorch");
         let command = c.command.unwrap();
         assert!(command[2].contains("nslookup test-job-master-0") && command[2].contains("seq 100"));

@@ -7,7 +7,7 @@ use kfop_runtime::k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 
 kfop_testenv::kubeflow_cases!(
     job = pytorch_operator::PyTorchJob,
-    framework = pytorch_operator::Pytorch,
+    framework = pytorch_operator::framework(Default::default()).unwrap(),
     kind = "PyTorchJob",
     controller = "pytorchjob-controller",
     specs = "pytorchReplicaSpecs",
@@ -234,7 +234,7 @@ async fn elastic_env_hpa_and_success() {
     assert_eq!(env(&pods["test-job-worker-0"]), expected);
     let hpa = hpa(&f).await;
     assert_eq!(hpa.metadata.owner_references, owner(&job));
-    let spec = hpa.spec.unwrap();
+    let spec = hpa.spec;
     let target = spec.scale_target_ref;
     assert_eq!(
         (

@@ -7,7 +7,7 @@ use kfop_runtime::kube::CustomResourceExt;
 use kfop_runtime::testing::Operator;
 use kfop_testenv::TestEnv;
 use kfop_testenv::lifecycle::{JobCheck, job_succeeds};
-use pytorch_operator::{PyTorchJob, Pytorch};
+use pytorch_operator::{PyTorchJob, framework};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_gets_its_pods_and_succeeds() {
@@ -33,7 +33,8 @@ async fn a_job_gets_its_pods_and_succeeds() {
             ("test-worker-1", &["PYTHONUNBUFFERED"]),
         ],
     };
-    let start = |client, ns: &str| Operator::start(client, ns, |m| m.register(Pytorch));
+    let framework = || framework(Default::default()).unwrap();
+    let start = |client, ns: &str| Operator::start(client, ns, |m| m.register(framework()));
     job_succeeds(TestEnv::shared().unwrap(), "pytorch", check, start)
         .await
         .unwrap();

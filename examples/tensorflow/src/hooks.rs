@@ -6,10 +6,10 @@ use kfop_runtime::env::EnvContext;
 use kfop_runtime::k8s_openapi::api::core::v1::{EnvVar, PodTemplateSpec};
 use kfop_runtime::labels::child_name;
 use kfop_runtime::serde_json::{Value, json};
-use kfop_runtime::{FrameworkError, Hooks, PodContext, StatusUpdate, TrainingJob};
+use kfop_runtime::{Framework, FrameworkError, PodContext, StatusUpdate};
 
 use crate::api::TFJob;
-use crate::{Tensorflow, spec};
+use crate::spec;
 
 /// Replica types in the order Kubeflow's status function visits them.
 const ORDER: [&str; 5] = ["Chief", "Evaluator", "Master", "PS", "Worker"];
@@ -69,7 +69,17 @@ pub fn tf_config(ctx: &EnvContext<'_>, domain: &str, dynamic: bool) -> Result<St
     ))
 }
 
-impl Hooks for Tensorflow {
+/// The TFJob framework's code and its configuration.
+#[derive(Debug, Clone, Default)]
+pub struct Tensorflow {
+    /// The cluster domain TF_CONFIG's host names end in, empty for none (Kubeflow's
+    /// `CUSTOM_CLUSTER_DOMAIN`).
+    pub cluster_domain: String,
+}
+
+impl Framework for Tensorflow {
+    type Job = TFJob;
+
     /// Chief or Master if present, else worker 0.
     fn is_master(
         &self,
@@ -96,11 +106,9 @@ impl Hooks for Tensorflow {
         if total == 1 {
             return Ok(());
         }
-        let domain = std::env::var("CUSTOM_CLUSTER_DOMAIN").unwrap_or_default();
         let dynamic = ctx.job.spec.extra.enable_dynamic_worker.unwrap_or(false);
-        let info = <TFJob as TrainingJob>::framework_info();
         let value = ctx
-            .with_env(info, |env| tf_config(env, &domain, dynamic))
+            .with_env(|env| tf_config(env, &self.cluster_domain, dynamic))
             .map_err(FrameworkError::new)?;
         let Some(pod) = template.spec.as_mut() else {
             return Ok(());
@@ -184,7 +192,7 @@ mod tests {
     ) -> String {
         let s = specs(roles);
         let ctx = EnvContext {
-            info: <TFJob as TrainingJob>::framework_info(),
+            info: <TFJob as kfop_runtime::TrainingJob>::framework_info(),
             job: "test-tfjob",
             namespace: ns,
             specs: &s,
@@ -252,10 +260,34 @@ mod tests {
     #[test]
     fn master_role() {
         let with_chief = specs(&[("Chief", 1), ("Worker", 2)]);
-        assert!(Hooks::is_master(&Tensorflow, &with_chief, "Chief", 0, true));
-        assert!(!Hooks::is_master(&Tensorflow, &with_chief, "Worker", 0, false));
+        assert!(Framework::is_master(
+            &Tensorflow::default(),
+            &with_chief,
+            "Chief",
+            0,
+            true
+        ));
+        assert!(!Framework::is_master(
+            &Tensorflow::default(),
+            &with_chief,
+            "Worker",
+            0,
+            false
+        ));
         let workers = specs(&[("Worker", 2), ("PS", 1)]);
-        assert!(Hooks::is_master(&Tensorflow, &workers, "Worker", 0, false));
-        assert!(!Hooks::is_master(&Tensorflow, &workers, "Worker", 1, false));
+        assert!(Framework::is_master(
+            &Tensorflow::default(),
+            &workers,
+            "Worker",
+            0,
+            false
+        ));
+        assert!(!Framework::is_master(
+            &Tensorflow::default(),
+            &workers,
+            "Worker",
+            1,
+            false
+        ));
     }
 }

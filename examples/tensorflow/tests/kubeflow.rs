@@ -5,7 +5,7 @@
 
 kfop_testenv::kubeflow_cases!(
     job = tensorflow_operator::TFJob,
-    framework = tensorflow_operator::Tensorflow,
+    framework = tensorflow_operator::framework(Default::default()).unwrap(),
     kind = "TFJob",
     controller = "tfjob-controller",
     specs = "tfReplicaSpecs",

@@ -7,7 +7,7 @@ use kfop_runtime::kube::CustomResourceExt;
 use kfop_runtime::testing::Operator;
 use kfop_testenv::TestEnv;
 use kfop_testenv::lifecycle::{JobCheck, job_succeeds};
-use tensorflow_operator::{TFJob, Tensorflow};
+use tensorflow_operator::{TFJob, framework};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_gets_its_pods_and_succeeds() {
@@ -43,7 +43,8 @@ async fn a_job_gets_its_pods_and_succeeds() {
             ("test-worker-1", &[]),
         ],
     };
-    let start = |client, ns: &str| Operator::start(client, ns, |m| m.register(Tensorflow));
+    let framework = || framework(Default::default()).unwrap();
+    let start = |client, ns: &str| Operator::start(client, ns, |m| m.register(framework()));
     job_succeeds(TestEnv::shared().unwrap(), "tensorflow", check, start)
         .await
         .unwrap();

@@ -4,15 +4,15 @@
 use std::sync::Arc;
 
 use kfop_runtime::ObservedPod;
+use kfop_runtime::TrainingJob;
 use kfop_runtime::api::JobConditionType as C;
 use kfop_runtime::defaults::defaulted_specs;
 use kfop_runtime::gang::GangScheduler;
 use kfop_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kfop_runtime::k8s_openapi::jiff::Timestamp;
 use kfop_runtime::plan::{Observed, build_pod, plan};
-use kfop_runtime::{Framework, TrainingJob};
 use serde_json::{Value, json};
-use tensorflow_operator::{TFJob, Tensorflow};
+use tensorflow_operator::{TFJob, framework};
 
 type Fsa = (i32, i32, i32);
 
@@ -230,8 +230,9 @@ const CASES: [Case; 19] = [
 ];
 
 fn tf_pod(job: &TFJob, role: &str, index: i32, phase: &str, exit: Option<i32>) -> Arc<ObservedPod> {
-    let specs = defaulted_specs(Tensorflow.info(), job.replica_specs());
-    let mut pod = build_pod(&Tensorflow, job, &specs, (role, index), &GangScheduler::None)
+    let tf = framework(Default::default()).unwrap();
+    let specs = defaulted_specs(tf.info(), job.replica_specs());
+    let mut pod = build_pod(&tf, job, &specs, (role, index), &GangScheduler::None)
         .unwrap()
         .pod;
     pod.metadata.uid = Some(format!("uid-{role}-{index}"));
@@ -307,7 +308,7 @@ fn tfjob_status_table() {
         pods.extend(pods_for(&j, "Chief", c.chief_pods, c));
         let now = Time(Timestamp::from_second(1_700_000_000).unwrap());
         let p = plan(
-            &Tensorflow,
+            &framework(Default::default()).unwrap(),
             &j,
             &Observed {
                 pods,

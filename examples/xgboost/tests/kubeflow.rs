@@ -5,7 +5,7 @@
 
 kfop_testenv::kubeflow_cases!(
     job = xgboost_operator::XGBoostJob,
-    framework = xgboost_operator::Xgboost,
+    framework = xgboost_operator::framework(Default::default()).unwrap(),
     kind = "XGBoostJob",
     controller = "xgboostjob-controller",
     specs = "xgbReplicaSpecs",

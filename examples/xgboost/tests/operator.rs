@@ -7,7 +7,7 @@ use kfop_runtime::kube::CustomResourceExt;
 use kfop_runtime::testing::Operator;
 use kfop_testenv::TestEnv;
 use kfop_testenv::lifecycle::{JobCheck, job_succeeds};
-use xgboost_operator::{XGBoostJob, Xgboost};
+use xgboost_operator::{XGBoostJob, framework};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_gets_its_pods_and_succeeds() {
@@ -66,7 +66,8 @@ async fn a_job_gets_its_pods_and_succeeds() {
             ),
         ],
     };
-    let start = |client, ns: &str| Operator::start(client, ns, |m| m.register(Xgboost));
+    let framework = || framework(Default::default()).unwrap();
+    let start = |client, ns: &str| Operator::start(client, ns, |m| m.register(framework()));
     job_succeeds(TestEnv::shared().unwrap(), "xgboost", check, start)
         .await
         .unwrap();

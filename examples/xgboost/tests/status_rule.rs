@@ -4,7 +4,7 @@
 //! conformance cases were judged against.
 use kfop_runtime::policy::SuccessPolicy;
 use kfop_runtime::testing::compare_status_rules;
-use kfop_runtime::{Manifest, RuleWording, StatusRule};
+use kfop_runtime::{RuleWording, StatusRule};
 
 #[test]
 fn the_cel_rule_says_what_the_success_list_did() {
@@ -15,7 +15,8 @@ fn the_cel_rule_says_what_the_success_list_did() {
             exit_code_restart_events: true,
         },
     };
-    let cel = &xgboost_operator::Xgboost.manifest().status;
+    let framework = xgboost_operator::framework(xgboost_operator::Xgboost).unwrap();
+    let cel = &framework.manifest().status;
     assert!(matches!(cel, StatusRule::Cel(_)), "{cel:?}");
     // Admission requires the Master; the Worker varies, absent included, in every state.
     let compared = compare_status_rules(

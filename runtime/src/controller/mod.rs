@@ -27,7 +27,7 @@ pub use apply::apply;
 pub use events::EventWriter;
 pub use observe::{Created, Deleted, NewChild, observe};
 pub use per_job::PerJob;
-pub use planner::{Planner, Typed};
+pub use planner::Planner;
 pub use resync::{Activity, CACHE_GRACE, Overdue, QUEUE_BOUND};
 pub use triggers::{Owner, Router, Triggers};
 pub use written::Written;
@@ -134,6 +134,18 @@ const ERROR_RETRY: Duration = Duration::from_secs(2);
 /// writes per job). The job's own events are not delayed.
 const CHILD_COALESCE: Duration = Duration::from_millis(250);
 
+// Kubernetes 1.37's API made `value` optional (it defaults to 0).
+k8s_openapi::k8s_if_ge_1_37! {
+    fn priority_value(pc: &k8s_openapi::api::scheduling::v1::PriorityClass) -> i32 {
+        pc.value.unwrap_or_default()
+    }
+}
+k8s_openapi::k8s_if_le_1_36! {
+    fn priority_value(pc: &k8s_openapi::api::scheduling::v1::PriorityClass) -> i32 {
+        pc.value
+    }
+}
+
 /// Plans `job` from the caches: the function both reconciles and resyncs run.
 fn plan_job(ctx: &Context, job: &PackedJob) -> Result<crate::plan::Plan> {
     let scheduling = Scheduling {
@@ -142,7 +154,7 @@ fn plan_job(ctx: &Context, job: &PackedJob) -> Result<crate::plan::Plan> {
             .priority_classes
             .iter()
             .flat_map(Store::state)
-            .map(|pc| (pc.name_any(), pc.value))
+            .map(|pc| (pc.name_any(), priority_value(&pc)))
             .collect(),
     };
     let uid = job.uid().unwrap_or_default();
@@ -401,7 +413,7 @@ mod tests {
         let client = crate::testing::offline_client();
         Context {
             client: client.clone(),
-            framework: Arc::new(Typed::new(TestFramework::default())),
+            framework: Arc::new(TestFramework::default().loaded()),
             config: ControllerConfig::default(),
             metrics: Arc::new(Metrics::new()),
             events: EventWriter::new(client, "test"),

@@ -1,4 +1,4 @@
-//! A framework behind an object-safe interface: the one place the controller types a job.
+//! A loaded framework behind an object-safe interface: the one place the controller types a job.
 //! Watch, cache, queue, resync and apply see [`PackedJob`]s, so their code exists once in the
 //! binary for every kind rather than once per kind (idle RSS is mostly code pages).
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -6,7 +6,7 @@ use kube::ResourceExt;
 use kube::api::{ApiResource, DynamicObject};
 
 use crate::error::{Error, Result};
-use crate::framework::{Framework, FrameworkError, FrameworkInfo, Observed};
+use crate::framework::{Framework, FrameworkError, FrameworkInfo, Loaded, Observed};
 use crate::packed::PackedJob;
 use crate::plan::Plan;
 
@@ -21,27 +21,13 @@ pub trait Planner: Send + Sync + 'static {
     fn prepare_object(&self, object: &mut DynamicObject) -> Result<(), FrameworkError>;
 }
 
-/// A framework with its job kind's API resource.
-#[derive(Debug)]
-pub struct Typed<F> {
-    framework: F,
-    kind: ApiResource,
-}
-
-impl<F: Framework> Typed<F> {
-    pub fn new(framework: F) -> Self {
-        let kind = ApiResource::erase::<F::Job>(&framework.job_type());
-        Self { framework, kind }
-    }
-}
-
-impl<F: Framework> Planner for Typed<F> {
+impl<F: Framework> Planner for Loaded<F> {
     fn info(&self) -> &FrameworkInfo {
-        self.framework.info()
+        Loaded::info(self)
     }
 
     fn kind(&self) -> &ApiResource {
-        &self.kind
+        Loaded::kind(self)
     }
 
     fn plan(&self, packed: &PackedJob, observed: &Observed, now: &Time) -> Result<Plan> {
@@ -49,12 +35,11 @@ impl<F: Framework> Planner for Typed<F> {
         let job: F::Job = packed
             .unpack()
             .map_err(|source| Error::Unpack { job: name(), source })?;
-        crate::plan::plan(&self.framework, &job, observed, now)
-            .map_err(|source| Error::Plan { job: name(), source })
+        crate::plan::plan(self, &job, observed, now).map_err(|source| Error::Plan { job: name(), source })
     }
 
     fn prepare_object(&self, object: &mut DynamicObject) -> Result<(), FrameworkError> {
-        self.framework.prepare_object(object)
+        self.code().prepare_object(object)
     }
 }
 
@@ -67,7 +52,7 @@ mod tests {
 
     #[test]
     fn a_cached_job_its_type_cannot_read_is_an_error_naming_it() {
-        let typed = Typed::new(TestFramework::default());
+        let typed = TestFramework::default().loaded();
         assert_eq!(typed.kind().kind, "TestJob");
         let json = serde_json::json!({
             "apiVersion": "test.kfop.dev/v1",

@@ -15,9 +15,15 @@ use crate::framework::TrainingJob;
 use crate::info::FrameworkInfo;
 
 /// What a run-time job kind is to kube's typed APIs: its API resource. The default (empty) value
-/// exists only because compiled kinds use `()`; a [`super::RuntimeFramework`] always says its own.
+/// exists only because compiled kinds use `()`; a loaded run-time framework always says its own.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct JobKind(pub Option<ApiResource>);
+
+impl crate::framework::JobType for JobKind {
+    fn of_kind(kind: &ApiResource) -> Self {
+        Self(Some(kind.clone()))
+    }
+}
 
 impl JobKind {
     fn get(&self) -> Cow<'_, ApiResource> {

@@ -16,7 +16,8 @@ use kube::{Api, ResourceExt};
 use serde_json::json;
 
 use super::resource::{Framework, FrameworkCondition, FrameworkStatus, REMOVE_CRD_ANNOTATION};
-use super::{DynamicError, RuntimeFramework, crd};
+use super::{DynamicError, NoCode, crd};
+use crate::framework::Loaded;
 use crate::manager::{Registry, Running};
 use crate::manifest::model::{self, Model};
 
@@ -38,7 +39,7 @@ const FIELD_MANAGER: &str = "kfop-frameworks";
 const CRD_RETRY: Duration = Duration::from_secs(10);
 
 /// A Framework whose controller runs.
-struct Loaded {
+struct Served {
     generation: Option<i64>,
     crd_name: String,
     running: Running,
@@ -114,7 +115,7 @@ struct Loader {
     config: LoaderConfig,
     frameworks: Api<Framework>,
     crds: Api<CustomResourceDefinition>,
-    loaded: HashMap<String, Loaded>,
+    loaded: HashMap<String, Served>,
     /// Framework generations refused (and said so) since this operator started.
     refused: HashSet<(String, Option<i64>)>,
 }
@@ -200,7 +201,7 @@ impl Loader {
     }
 
     /// Validates the manifest and whether it may run here.
-    fn check(&self, framework: &Framework) -> Result<(Model, RuntimeFramework), Refusal> {
+    fn check(&self, framework: &Framework) -> Result<(Model, Loaded<NoCode>), Refusal> {
         let name = framework.name_any();
         let document = json!({
             "apiVersion": model::API_VERSION,
@@ -212,7 +213,7 @@ impl Loader {
         let text = serde_json::to_string_pretty(&document).map_err(|e| Refusal::invalid(e.to_string()))?;
         let model = model::parse(&text, Path::new(&format!("frameworks/{name}")))
             .map_err(|e| Refusal::invalid(e.to_string()))?;
-        let runtime = RuntimeFramework::from_model(&model).map_err(|e| Refusal::invalid(e.to_string()))?;
+        let runtime = super::load(&model).map_err(|e| Refusal::invalid(e.to_string()))?;
         let crd_name = format!("{}.{}", model.plural, model.group);
         let refuse = |reason, message: String| Refusal {
             accepted: false,
@@ -253,7 +254,7 @@ impl Loader {
         name: &str,
         generation: Option<i64>,
         model: &Model,
-        runtime: RuntimeFramework,
+        runtime: Loaded<NoCode>,
     ) -> Result<String, Refusal> {
         let not_ready = |message: String| Refusal {
             accepted: true,
@@ -279,7 +280,7 @@ impl Loader {
         let running = self.registry.start(runtime);
         self.loaded.insert(
             name.to_owned(),
-            Loaded {
+            Served {
                 generation,
                 crd_name: crd_name.clone(),
                 running,

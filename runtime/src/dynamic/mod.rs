@@ -8,7 +8,7 @@ mod loader;
 mod resource;
 
 pub use crd::{FRAMEWORK_LABEL, crd};
-pub use framework::{LoadError, RuntimeFramework, api_resource};
+pub use framework::{NoCode, RuntimeLoadError, load};
 pub use job::{JobKind, RuntimeJob, RuntimeJobSpec};
 pub use loader::{LoaderConfig, run as run_loader};
 pub use resource::{Framework, FrameworkCondition, FrameworkSpec, FrameworkStatus, REMOVE_CRD_ANNOTATION};

@@ -9,12 +9,14 @@ use kube::Resource;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+mod loaded;
 mod objects;
 mod observed;
 mod status;
 mod wording;
 
 pub use crate::observed_child::{ObservedPod, ObservedService, observed_service};
+pub use loaded::Loaded;
 pub use objects::{DesiredObject, SyncPolicy, find, is_kind};
 pub use observed::{Observed, Scheduling};
 pub use status::{
@@ -28,10 +30,15 @@ use crate::policy::SuccessPolicy;
 
 /// What identifies a job kind to kube's typed APIs: `()` for a compiled kind, the kind's
 /// [`kube::api::ApiResource`] for one registered at run time ([`crate::dynamic`]).
-/// `Default` is the compiled kind's only value; a run-time framework always says its own.
-pub trait JobType: Clone + Default + Eq + std::hash::Hash + Debug + Unpin + Send + Sync + 'static {}
+pub trait JobType: Clone + Default + Eq + std::hash::Hash + Debug + Unpin + Send + Sync + 'static {
+    /// The value for the kind a manifest names.
+    fn of_kind(kind: &kube::api::ApiResource) -> Self;
+}
 
-impl<T: Clone + Default + Eq + std::hash::Hash + Debug + Unpin + Send + Sync + 'static> JobType for T {}
+/// A compiled kind's types say everything.
+impl JobType for () {
+    fn of_kind(_: &kube::api::ApiResource) -> Self {}
+}
 
 /// A training-job custom resource: a spec with replica specs and a run policy, and a status.
 /// `kfop-derive` implements it; hand-written types can too.
@@ -46,8 +53,8 @@ pub trait TrainingJob:
     + 'static
 {
     /// The static facts of this job kind: controller and framework names, roles, default
-    /// container and port. `kfop-derive` generates it from the attribute; a kind registered at
-    /// run time has none of its own (its framework's [`Framework::info`] holds them).
+    /// container and port. `kfop-derive` generates it from the attribute `kfop gen` writes from
+    /// the manifest; a kind registered at run time has none of its own (its manifest holds them).
     fn framework_info() -> &'static FrameworkInfo;
 
     /// The replica specs keyed by replica type, as the user wrote them.
@@ -60,6 +67,8 @@ pub trait TrainingJob:
 #[derive(Debug)]
 pub struct PodContext<'a, J> {
     pub job: &'a J,
+    /// The framework's identity, from its manifest.
+    pub info: &'a FrameworkInfo,
     /// Defaulted replica specs, keyed by canonical role name.
     pub specs: &'a BTreeMap<String, ReplicaSpec>,
     pub role: &'a str,
@@ -68,11 +77,11 @@ pub struct PodContext<'a, J> {
 
 impl<J: TrainingJob> PodContext<'_, J> {
     /// Runs `f` with this pod's template context: job name and namespace, role, index, specs.
-    pub fn with_env<R>(&self, info: &FrameworkInfo, f: impl FnOnce(&crate::env::EnvContext<'_>) -> R) -> R {
+    pub fn with_env<R>(&self, f: impl FnOnce(&crate::env::EnvContext<'_>) -> R) -> R {
         use kube::ResourceExt;
         let (job, namespace) = (self.job.name_any(), self.job.namespace().unwrap_or_default());
         f(&crate::env::EnvContext {
-            info,
+            info: self.info,
             job: &job,
             namespace: &namespace,
             specs: self.specs,
@@ -134,29 +143,43 @@ impl FrameworkError {
     }
 }
 
-/// A training framework: the part of an operator that is not shared.
+/// A framework's code: what its manifest cannot say. Every method has a default, so a framework
+/// whose manifest says everything is `impl Framework for Foo { type Job = FooJob; }`. The engine
+/// calls, per pod: its defaults, the manifest's `env`, [`Framework::decorate_pod`], gang
+/// scheduling. Configuration reaches the code through its constructor (the value the operator
+/// registers), never through the environment or globals.
+///
+/// A kind served in several API versions whose jobs keep the semantics of the version they were
+/// created in (MPIJob: training-operator's `v1`, mpi-operator's `v2beta1`) has one framework per
+/// version and says which runs a job in [`Framework::for_job`].
 pub trait Framework: Send + Sync + 'static {
     type Job: TrainingJob;
 
-    /// The framework's static facts; by default those of its job kind.
-    fn info(&self) -> &FrameworkInfo {
-        <Self::Job as TrainingJob>::framework_info()
+    /// The framework that runs `job`: this one, unless the kind's versions differ in
+    /// semantics. The engine asks it before every per-job call below.
+    fn for_job(&self, job: &Self::Job) -> &dyn Framework<Job = Self::Job>
+    where
+        Self: Sized,
+    {
+        let _ = job;
+        self
     }
 
-    /// The job kind's dynamic type: `()` for a compiled kind (the default), the kind's API
-    /// resource for one registered at run time.
-    fn job_type(&self) -> <Self::Job as Resource>::DynamicType {
-        Default::default()
+    /// Whether the pod of `role`/`index` is the job's master (labelled
+    /// `training.kubeflow.org/job-role=master`); `by_manifest` is what the manifest's `master`
+    /// flags and `masterPods` say.
+    fn is_master(
+        &self,
+        specs: &BTreeMap<String, ReplicaSpec>,
+        role: &str,
+        index: i32,
+        by_manifest: bool,
+    ) -> bool {
+        let _ = (specs, role, index);
+        by_manifest
     }
 
-    /// Whether the pod of `role`/`index` is the job's master (labelled `job-role=master`).
-    /// Default: every pod of a role marked `master`.
-    fn is_master(&self, specs: &BTreeMap<String, ReplicaSpec>, role: &str, index: i32) -> bool {
-        let _ = (specs, index);
-        self.info().role(role).is_some_and(|r| r.master)
-    }
-
-    /// Adds framework environment, init containers or volumes to a pod about to be created.
+    /// Changes a pod about to be created, after the manifest's environment was injected.
     fn decorate_pod(
         &self,
         ctx: &PodContext<'_, Self::Job>,
@@ -166,17 +189,16 @@ pub trait Framework: Send + Sync + 'static {
         Ok(())
     }
 
-    /// Sets the job's conditions from its replicas' states after the pods were reconciled.
-    /// Default: [`StatusUpdate::apply_policy`] with every master replica succeeded as success,
-    /// or without a master in the job, every replica of every role.
+    /// Sets the job's conditions after its pods were reconciled. Called only when the manifest
+    /// says `status: {rule: hook}`; otherwise its status rule decides. Default: every replica of
+    /// every role succeeded is success.
     fn update_status(&self, job: &Self::Job, update: &mut StatusUpdate<'_>) {
         let _ = job;
-        let policy = SuccessPolicy::master_else_all(self.info(), update.specs());
-        update.apply_policy(&policy);
+        update.apply_policy(&SuccessPolicy::AllRoles);
     }
 
-    /// What the conditions the engine sets itself (Created, Suspended) say. Default:
-    /// training-operator's wording.
+    /// What the conditions the engine sets itself (Created, Suspended) say, whatever the status
+    /// rule. Default: training-operator's wording.
     fn lifecycle_wording(&self, job: &Self::Job, name: JobName<'_>) -> LifecycleWording {
         let _ = job;
         LifecycleWording::training_operator(name)
@@ -200,8 +222,7 @@ pub trait Framework: Send + Sync + 'static {
     }
 
     /// The restart policy of `role` of `job` when its spec sets none, where it differs from the
-    /// role's static default (an MPIJob created as v1 defaults its launcher to Never, as
-    /// training-operator does). Default: none, the role's own.
+    /// role's static default. Default: none, the role's own.
     fn default_restart_policy(&self, job: &Self::Job, role: &str) -> Option<crate::api::RestartPolicy> {
         let _ = (job, role);
         None
@@ -212,15 +233,15 @@ pub trait Framework: Send + Sync + 'static {
         crate::labels::child_name(&kube::ResourceExt::name_any(job), role, index)
     }
 
-    /// Kinds of objects, besides pods and services, that this framework's jobs own: they are
-    /// watched (label `training.kubeflow.org/operator-name` present), and an owned one that
+    /// Kinds of owned objects besides the manifest's `resources`: watched (label
+    /// `training.kubeflow.org/operator-name` present), and an owned one that
     /// [`Framework::desired_objects`] no longer returns is deleted.
     fn owned_kinds(&self) -> Vec<kube::api::ApiResource> {
         Vec::new()
     }
 
-    /// The objects of [`Framework::owned_kinds`] the job should have now. Pure: everything it
-    /// needs is in `ctx`; randomness (keys) belongs in [`Framework::prepare_object`].
+    /// The owned objects the job should have now. Pure: everything it needs is in `ctx`;
+    /// randomness (keys) belongs in [`Framework::prepare_object`].
     fn desired_objects(&self, ctx: &JobContext<'_, Self::Job>) -> Result<Vec<DesiredObject>, FrameworkError> {
         let _ = ctx;
         Ok(Vec::new())

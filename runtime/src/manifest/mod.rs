@@ -1,26 +1,36 @@
-//! A framework as data: what `kfop gen` writes from `kfop.yaml` (environment, success rules,
-//! status function, master pods, owned kinds), read by the generic framework in [`crate::hooks`];
-//! [`model`] is `kfop.yaml` itself, parsed and validated.
+//! A framework as data: `kfop.yaml` parsed and validated ([`model`]), then loaded into the
+//! [`Manifest`] the engine runs ([`load`]). A compiled operator embeds its `kfop.yaml` and loads
+//! it exactly as the operator loads a `Framework` object applied at run time.
 use kube::api::ApiResource;
 
+mod fingerprint;
+mod load;
 pub mod model;
 
-use crate::env::{EnvSpec, TemplateError};
-use crate::framework::TrainingJob;
+pub use fingerprint::fingerprint;
+pub use load::LoadError;
+
+use crate::env::EnvSpec;
 use crate::info::FrameworkInfo;
 use crate::status_rule::StatusRule;
 
-/// The manifest of one framework, as the runtime uses it.
-#[derive(Debug)]
-pub struct FrameworkManifest {
-    /// The manifest's `env`, parsed; an error here is a template the generator let through.
-    pub env: Result<Vec<EnvSpec>, TemplateError>,
+/// One framework's manifest as the engine uses it.
+#[derive(Debug, Clone)]
+pub struct Manifest {
+    /// Identity: controller and framework names, roles, default container and port.
+    pub info: FrameworkInfo,
+    /// The job kind's API resource.
+    pub kind: ApiResource,
+    /// The manifest's `env`, parsed.
+    pub env: Vec<EnvSpec>,
     /// How replica states become the job's conditions.
     pub status: StatusRule,
     /// Which pods carry `training.kubeflow.org/job-role=master`.
     pub master: MasterRule,
     /// Kinds of objects, besides pods, services and PodGroups, that the jobs own.
     pub owned: Vec<ApiResource>,
+    /// Whether the manifest says the framework has code (`hooks: true`).
+    pub hooks: bool,
 }
 
 /// Which pods are the job's master (`spec.masterPods` in `kfop.yaml`).
@@ -39,25 +49,5 @@ impl MasterRule {
             Self::Roles => declared,
             Self::IndexZero => index == 0,
         }
-    }
-}
-
-/// A framework's data side, implemented by the code `kfop gen` writes: its job kind and its
-/// manifest. With [`crate::hooks::Hooks`] (empty for a manifest-only framework) it is a
-/// [`crate::Framework`].
-pub trait Manifest: Send + Sync + 'static {
-    type Job: TrainingJob;
-
-    fn manifest(&self) -> &FrameworkManifest;
-
-    /// The framework's static facts; by default those of its compiled job kind. A framework
-    /// registered at run time says its own.
-    fn info(&self) -> &FrameworkInfo {
-        <Self::Job as TrainingJob>::framework_info()
-    }
-
-    /// The job kind's dynamic type (see [`crate::framework::Framework::job_type`]).
-    fn job_type(&self) -> <Self::Job as kube::Resource>::DynamicType {
-        Default::default()
     }
 }

@@ -6,7 +6,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
 
 use crate::api::ReplicaSpec;
-use crate::framework::{Framework, FrameworkError, PodContext, TrainingJob};
+use crate::framework::{Framework, FrameworkError, Loaded, PodContext, TrainingJob};
 use crate::gang::{self, GangScheduler};
 use crate::labels::{self, JOB_ROLE, owner_reference};
 
@@ -21,7 +21,7 @@ pub struct BuiltPod {
 /// The one decoration chain of a pod, run once: the role's defaulted template, the framework's
 /// decoration (the manifest's env, then its hooks), then the gang scheduler's marks.
 pub fn build_pod<F: Framework>(
-    framework: &F,
+    framework: &Loaded<F>,
     job: &F::Job,
     specs: &BTreeMap<String, ReplicaSpec>,
     (role, index): (&str, i32),
@@ -36,6 +36,7 @@ pub fn build_pod<F: Framework>(
     framework.decorate_pod(
         &PodContext {
             job,
+            info,
             specs,
             role,
             index,
@@ -51,16 +52,16 @@ pub fn build_pod<F: Framework>(
     // The template's and the framework's labels, under Kubeflow's (which win).
     let mut labels = meta.labels.unwrap_or_default();
     labels.extend(labels::replica_labels(&info.controller_name, &name, role, index));
-    if framework.is_master(specs, role, index) {
+    if framework.is_master(job, specs, role, index) {
         labels.insert(JOB_ROLE.to_owned(), "master".to_owned());
     }
     let pod = Pod {
         metadata: ObjectMeta {
-            name: Some(framework.pod_name(job, role, index)),
+            name: Some(framework.code_for(job).pod_name(job, role, index)),
             namespace: job.namespace(),
             labels: Some(labels),
             annotations: meta.annotations,
-            owner_references: Some(vec![owner_reference(job, &framework.job_type())]),
+            owner_references: Some(vec![owner_reference(job, framework.job_type())]),
             ..ObjectMeta::default()
         },
         spec: Some(pod_spec),

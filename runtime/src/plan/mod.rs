@@ -24,7 +24,7 @@ pub use objects::{ObjectRef, is_subset, merge_patch};
 
 use crate::api::{ConditionStatus, JobConditionType, JobStatus};
 use crate::defaults::defaulted_specs;
-use crate::framework::{Framework, FrameworkError, JobContext, JobPhase, StatusOutput, TrainingJob};
+use crate::framework::{Framework, FrameworkError, JobContext, JobPhase, Loaded, StatusOutput, TrainingJob};
 use crate::gang::{self, JobRef, QuantityError};
 use crate::policy;
 
@@ -188,13 +188,13 @@ impl Draft<'_> {
 
 /// Plans one reconcile of `job`.
 pub fn plan<F: Framework>(
-    framework: &F,
+    framework: &Loaded<F>,
     job: &F::Job,
     observed: &Observed,
     now: &Time,
 ) -> Result<Plan, PlanError> {
     let job_type = framework.job_type();
-    let kind = <F::Job as kube::Resource>::kind(&job_type);
+    let kind = <F::Job as kube::Resource>::kind(job_type);
     let old = job.status().cloned().unwrap_or_default();
     let mut d = Draft {
         kind: &kind,
@@ -215,7 +215,7 @@ pub fn plan<F: Framework>(
             .iter()
             .rfind(|(key, _)| key.eq_ignore_ascii_case(role))
             .is_some_and(|(_, s)| s.restart_policy.is_some());
-        if !set && let Some(policy) = framework.default_restart_policy(job, role) {
+        if !set && let Some(policy) = framework.code_for(job).default_restart_policy(job, role) {
             spec.restart_policy = Some(policy);
         }
     }
@@ -232,7 +232,7 @@ pub fn plan<F: Framework>(
     if let Some(kind) = scheduler.pod_group_api_resource() {
         // A PodGroup lives while the job runs; finishing or suspending deletes it.
         if phase == JobPhase::Active {
-            let job_ref = JobRef::of(job, &job_type, &framework.info().controller_name);
+            let job_ref = JobRef::of(job, job_type, &framework.info().controller_name);
             let current = find(&observed.objects, &kind, &d.name);
             let priorities = &observed.scheduling.priority_classes;
             if let Some(group) =
@@ -258,7 +258,7 @@ pub fn plan<F: Framework>(
 
 /// Reconciles pods, services and conditions; returns where the job now is.
 fn reconcile_job<F: Framework>(
-    framework: &F,
+    framework: &Loaded<F>,
     job: &F::Job,
     specs: &std::collections::BTreeMap<String, crate::api::ReplicaSpec>,
     observed: &Observed,
@@ -268,8 +268,9 @@ fn reconcile_job<F: Framework>(
     let now = d.now;
     let run_policy = job.run_policy();
     let pods: Vec<&ObservedPod> = observed.pods.iter().map(AsRef::as_ref).collect();
-    let clean_policy = framework.clean_pod_policy(job);
-    let wording = framework.lifecycle_wording(
+    let code = framework.code_for(job);
+    let clean_policy = code.clean_pod_policy(job);
+    let wording = code.lifecycle_wording(
         job,
         JobName {
             kind: d.kind,

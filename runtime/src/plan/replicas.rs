@@ -7,7 +7,7 @@ use kube::ResourceExt;
 use super::children::{build_pod, build_service};
 use super::{ChildRef, Draft, EventType, JobMetric, PlanError, is_active, phase, reason};
 use crate::api::{ConditionStatus, JobConditionType, ReplicaSpec, ReplicaStatus, RestartPolicy};
-use crate::framework::{Framework, ObservedPod, RoleCounts};
+use crate::framework::{Framework, Loaded, ObservedPod, RoleCounts};
 use crate::info::default_or_first;
 use crate::labels::{self, REPLICA_INDEX, REPLICA_TYPE};
 
@@ -25,7 +25,7 @@ fn index_of(obj: &impl ResourceExt) -> Option<i32> {
 }
 
 pub(super) fn reconcile<F: Framework>(
-    framework: &F,
+    framework: &Loaded<F>,
     job: &F::Job,
     specs: &BTreeMap<String, ReplicaSpec>,
     observed: &super::Observed,
@@ -57,7 +57,7 @@ pub(super) fn reconcile<F: Framework>(
                 _ => tracing::warn!(pod = %pod.name_any(), "pod without a valid replica index ignored"),
             }
         }
-        let creates_pods = framework.creates_pods(job, role);
+        let creates_pods = framework.code_for(job).creates_pods(job, role);
         let size = if creates_pods {
             by_index
                 .keys()
@@ -106,7 +106,7 @@ pub(super) fn reconcile<F: Framework>(
             }
         }
 
-        if framework.creates_services() {
+        if framework.code().creates_services() {
             let services: Vec<_> = observed
                 .services
                 .iter()
@@ -117,7 +117,7 @@ pub(super) fn reconcile<F: Framework>(
                 d.plan.create_services.push(build_service(
                     info,
                     job,
-                    &framework.job_type(),
+                    framework.job_type(),
                     spec,
                     role,
                     index,

@@ -32,7 +32,7 @@ fn mw(workers: i32, policy: Option<RestartPolicy>) -> TestJob {
 fn pod(job: &TestJob, role: &str, index: i32, phase: &str) -> Arc<ObservedPod> {
     let specs = crate::defaults::defaulted_specs(&TestFramework::default().info, &job.spec.replica_specs);
     let mut pod = build_pod(
-        &TestFramework::default(),
+        &TestFramework::default().loaded(),
         job,
         &specs,
         (role, index),
@@ -96,7 +96,7 @@ fn all_children(job: &TestJob, workers: i32, phase: &str) -> Observed {
 }
 
 fn run(job: &TestJob, observed: &Observed, now: i64) -> Plan {
-    plan(&TestFramework::default(), job, observed, &t(now)).unwrap()
+    plan(&TestFramework::default().loaded(), job, observed, &t(now)).unwrap()
 }
 
 /// Runs a plan and stores its status on the job, as the applier would.
@@ -217,7 +217,8 @@ fn a_per_job_restart_default_applies_only_where_the_spec_sets_none() {
     let framework = TestFramework {
         restart_default: Some(("Master", RestartPolicy::Never)),
         ..TestFramework::default()
-    };
+    }
+    .loaded();
     let policies = |j: &TestJob| -> Vec<Option<String>> {
         let p = plan(&framework, j, &Observed::default(), &t(0)).unwrap();
         p.create_pods
@@ -579,7 +580,8 @@ fn created_suspended_the_mpi_operator_way() {
             suspension_reports_every_role: true,
         },
         ..TestFramework::default()
-    };
+    }
+    .loaded();
     let mut j = mw(2, None);
     j.spec.run_policy.suspend = Some(true);
     let p = plan(&framework, &j, &Observed::default(), &t(0)).unwrap();

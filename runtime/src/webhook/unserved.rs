@@ -111,9 +111,21 @@ async fn served(client: &Client, target: &Target) -> Result<bool, kube::Error> {
             Ok(list
                 .items
                 .iter()
-                .flat_map(|s| &s.endpoints)
+                .flat_map(endpoints)
                 .any(|e| e.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true)))
         }
+    }
+}
+
+// Kubernetes 1.37's API made a slice's `endpoints` optional.
+k8s_openapi::k8s_if_ge_1_37! {
+    fn endpoints(slice: &EndpointSlice) -> &[k8s_openapi::api::discovery::v1::Endpoint] {
+        slice.endpoints.as_deref().unwrap_or_default()
+    }
+}
+k8s_openapi::k8s_if_le_1_36! {
+    fn endpoints(slice: &EndpointSlice) -> &[k8s_openapi::api::discovery::v1::Endpoint] {
+        &slice.endpoints
     }
 }
 

@@ -7,7 +7,7 @@ use kfop_runtime::kube::CustomResourceExt;
 use kfop_runtime::testing::Operator;
 use kfop_testenv::TestEnv;
 use kfop_testenv::lifecycle::{JobCheck, job_succeeds};
-use {{ m.crate_ident() }}::{{ "{" }}{{ m.framework_type() }}, {{ m.kind }}};
+use {{ m.crate_ident() }}::{{ "{" }}{{ m.kind }}, framework};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_gets_its_pods_and_succeeds() {
@@ -32,6 +32,7 @@ async fn a_job_gets_its_pods_and_succeeds() {
 {%- endfor %}
         ],
     };
-    let start = |client, ns: &str| Operator::start(client, ns, |m| m.register({{ m.framework_type() }}));
+    let framework = || framework(Default::default()).unwrap();
+    let start = |client, ns: &str| Operator::start(client, ns, |m| m.register(framework()));
     job_succeeds(TestEnv::shared().unwrap(), "{{ m.name }}", check, start).await.unwrap();
 }

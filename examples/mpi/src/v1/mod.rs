@@ -8,30 +8,82 @@ pub mod objects;
 pub mod pods;
 pub mod status;
 
-use std::sync::OnceLock;
-
+use kfop_runtime::api::{CleanPodPolicy, RestartPolicy};
+use kfop_runtime::k8s_openapi::api::core::v1::PodTemplateSpec;
 use kfop_runtime::kube::ResourceExt;
+use kfop_runtime::{DesiredObject, Framework, FrameworkError, JobContext, PodContext, StatusUpdate};
 
 pub use api::*;
 
+/// The stored (v2beta1) type every job is read as, whatever version it was created in.
+use crate::MPIJob as StoredMPIJob;
 use crate::convert;
 
 /// training-operator's `--mpi-kubectl-delivery-image` default.
 pub const DEFAULT_KUBECTL_DELIVERY_IMAGE: &str = "kubeflow/kubectl-delivery:latest";
 
-static KUBECTL_DELIVERY_IMAGE: OnceLock<String> = OnceLock::new();
-
-/// Sets the image of the launcher's `kubectl-delivery` init container for this process (the
-/// operator's `--mpi-kubectl-delivery-image`); only the first call counts.
-pub fn set_kubectl_delivery_image(image: String) {
-    let _ = KUBECTL_DELIVERY_IMAGE.set(image);
+/// An MPIJob created as `kubeflow.org/v1`, run as training-operator v1.8.1 runs it.
+#[derive(Debug, Clone)]
+pub struct V1 {
+    /// Image of the launcher's `kubectl-delivery` init container (training-operator's
+    /// `--mpi-kubectl-delivery-image`).
+    pub kubectl_delivery_image: String,
 }
 
-/// The image of the launcher's `kubectl-delivery` init container.
-pub fn kubectl_delivery_image() -> &'static str {
-    KUBECTL_DELIVERY_IMAGE
-        .get()
-        .map_or(DEFAULT_KUBECTL_DELIVERY_IMAGE, String::as_str)
+impl Default for V1 {
+    fn default() -> Self {
+        Self {
+            kubectl_delivery_image: DEFAULT_KUBECTL_DELIVERY_IMAGE.to_owned(),
+        }
+    }
+}
+
+impl Framework for V1 {
+    type Job = StoredMPIJob;
+
+    fn decorate_pod(
+        &self,
+        ctx: &PodContext<'_, StoredMPIJob>,
+        template: &mut PodTemplateSpec,
+    ) -> Result<(), FrameworkError> {
+        match ctx.role {
+            "Launcher" => pods::decorate_launcher(ctx.job, template, &self.kubectl_delivery_image),
+            _ => pods::decorate_worker(ctx.job, template),
+        }
+    }
+
+    /// The launcher pod decides.
+    fn update_status(&self, job: &StoredMPIJob, update: &mut StatusUpdate<'_>) {
+        let _ = job;
+        status::update_status(update);
+    }
+
+    /// The deprecated `spec.cleanPodPolicy` counts when `runPolicy` has none.
+    fn clean_pod_policy(&self, job: &StoredMPIJob) -> CleanPodPolicy {
+        job.spec
+            .run_policy
+            .clean_pod_policy
+            .or_else(|| clean_pod_policy(job))
+            .unwrap_or(CleanPodPolicy::None)
+    }
+
+    /// training-operator defaults the launcher to Never (mpi-operator's is OnFailure).
+    fn default_restart_policy(&self, job: &StoredMPIJob, role: &str) -> Option<RestartPolicy> {
+        let _ = job;
+        (role == "Launcher").then_some(RestartPolicy::Never)
+    }
+
+    /// training-operator names its one launcher pod `<job>-launcher`.
+    fn pod_name(&self, job: &StoredMPIJob, role: &str, index: i32) -> String {
+        crate::hooks::launcher_or_child(job, role, index)
+    }
+
+    fn desired_objects(
+        &self,
+        ctx: &JobContext<'_, StoredMPIJob>,
+    ) -> Result<Vec<DesiredObject>, FrameworkError> {
+        objects::desired_objects(ctx)
+    }
 }
 
 /// Whether `job` was created as `kubeflow.org/v1`, as the conversion webhook recorded it.
@@ -55,7 +107,7 @@ pub fn clean_pod_policy(job: &crate::MPIJob) -> Option<kfop_runtime::api::CleanP
 
 #[cfg(test)]
 mod tests {
-    use kfop_runtime::Hooks;
+    use kfop_runtime::Framework;
     use kfop_runtime::api::CleanPodPolicy;
     use kfop_runtime::serde_json::json;
 
@@ -74,7 +126,8 @@ mod tests {
     #[test]
     fn a_v1_jobs_deprecated_clean_pod_policy_counts_when_run_policy_has_none() {
         let kept = json!({"kfop.dev/created-as": "v1", "kfop.dev/mpijob-v1-fields": "{\"cleanPodPolicy\":\"Running\"}"});
-        let policy = |j: &crate::MPIJob| Hooks::clean_pod_policy(&crate::Mpi, j);
+        let mpi = crate::Mpi::default();
+        let policy = |j: &crate::MPIJob| mpi.for_job(j).clean_pod_policy(j);
         assert_eq!(policy(&job(kept.clone(), json!({}))), CleanPodPolicy::Running);
         assert_eq!(
             policy(&job(kept, json!({"cleanPodPolicy": "All"}))),

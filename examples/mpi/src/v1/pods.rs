@@ -36,7 +36,11 @@ pub fn gpu_launcher(job: &MPIJob) -> bool {
 /// The launcher: its ServiceAccount unless the template names one, the `kubectl-delivery` init
 /// container, and in the first container the Open MPI and Intel MPI variables pointing at
 /// `kubexec.sh` and the hostfile.
-pub fn decorate_launcher(job: &MPIJob, template: &mut PodTemplateSpec) -> Result<(), FrameworkError> {
+pub fn decorate_launcher(
+    job: &MPIJob,
+    template: &mut PodTemplateSpec,
+    kubectl_delivery_image: &str,
+) -> Result<(), FrameworkError> {
     let name = job.name_any();
     let gpu = gpu_launcher(job);
     let spec = template.spec.get_or_insert_with(PodSpec::default);
@@ -64,7 +68,7 @@ pub fn decorate_launcher(job: &MPIJob, template: &mut PodTemplateSpec) -> Result
     };
     spec.init_containers.get_or_insert_with(Vec::new).push(Container {
         name: "kubectl-delivery".to_owned(),
-        image: Some(super::kubectl_delivery_image().to_owned()),
+        image: Some(kubectl_delivery_image.to_owned()),
         image_pull_policy: Some("IfNotPresent".to_owned()),
         env: Some(vec![
             env("TARGET_DIR", KUBECTL_PATH.to_owned()),

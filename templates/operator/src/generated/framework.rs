@@ -1,76 +1,50 @@
 {{ header }}
-//! The {{ m.framework_type() }} framework as data: the manifest's environment, status rule,
-//! master pods and owned kinds.
+//! The {{ m.kind }} framework: `kfop.yaml`, embedded and loaded the way the operator loads a
+//! `Framework` applied at run time.
 {%- if m.hooks %}
-//! Its code is `impl Hooks for {{ m.framework_type() }}` in `src/hooks.rs`.
+//! Its code is `impl Framework for {{ m.framework_type() }}` in `src/hooks.rs`.
 {%- else %}
 //! It has no code; with `hooks: true` in `kfop.yaml`, `kfop gen` creates `src/hooks.rs` for it.
 {%- endif %}
-use std::sync::LazyLock;
+use std::path::Path;
 
-use kfop_runtime::env::{EnvSpec, {% if !m.env.is_empty() %}EnvValue, Template, {% endif %}TemplateError};
-{%- for (module, name) in m.owned_types() %}
-use kfop_runtime::k8s_openapi::api::{{ module }}::{{ name }};
-{%- endfor %}
-{%- if !m.owned_types().is_empty() %}
-use kfop_runtime::kube::api::ApiResource;
+use kfop_runtime::{LoadError, Loaded};
+{%- if m.hooks %}
+
+use super::hooks::{{ m.framework_type() }};
 {%- endif %}
-{%- for path in m.status_imports() %}
-use {{ path }};
-{%- endfor %}
-use kfop_runtime::{ {{- m.runtime_imports() -}} };
 
-use super::api::{{ m.kind }};
+/// `kfop.yaml` as `kfop gen` validated it.
+pub const KFOP_YAML: &str = include_str!("../../kfop.yaml");
 
-/// The {{ m.kind }} framework.
+// A `kfop.yaml` changed since `kfop gen` validated it fails the build here, not the operator's
+// start.
+const _: () = assert!(
+    kfop_runtime::manifest::fingerprint(KFOP_YAML) == {{ fingerprint }},
+    "kfop.yaml changed since `kfop gen` read it: run `kfop gen`"
+);
+{%- if !m.hooks %}
+
+/// The {{ m.kind }} framework's code: none, the manifest says everything.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct {{ m.framework_type() }};
 
-{%- if !m.env.is_empty() %}
-const ROLES: [&str; {{ m.roles.len() }}] = [{% for r in m.roles %}"{{ r.name }}"{% if !loop.last %}, {% endif %}{% endfor %}];
+impl kfop_runtime::Framework for {{ m.framework_type() }} {
+    type Job = super::api::{{ m.kind }};
+}
 {%- endif %}
 
-/// The manifest's `env`; the generator already validated every template.
-fn env() -> Result<Vec<EnvSpec>, TemplateError> {
-{%- if !m.env.is_empty() %}
-    let strings = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
-{%- endif %}
-    Ok(vec![
-{%- for e in m.env %}
-        EnvSpec {
-            name: "{{ e.name }}".to_owned(),
-{%- if e.value.is_some() %}
-            value: EnvValue::Template(Template::parse({{ e.value_literal() }}, &ROLES)?),
-{%- else %}
-            value: EnvValue::FieldRef({{ e.value_literal() }}.to_owned()),
-{%- endif %}
-            roles: strings(&[{% for r in e.roles %}"{{ r }}", {% endfor %}]),
-            requires: strings(&[{% for r in e.requires %}"{{ r }}", {% endfor %}]),
-            unless: strings(&[{% for r in e.unless %}"{{ r }}", {% endfor %}]),
-            index: {% if let Some(i) = e.index %}Some({{ i }}){% else %}None{% endif %},
-            all_containers: {{ e.all_containers }},
-        },
-{%- endfor %}
-    ])
+/// The {{ m.kind }} framework, ready to register: the manifest with `code`.
+pub fn framework(code: {{ m.framework_type() }}) -> Result<Loaded<{{ m.framework_type() }}>, LoadError> {
+    Loaded::load(KFOP_YAML, Path::new("kfop.yaml"), code)
 }
 
-/// The manifest, built once.
-static MANIFEST: LazyLock<FrameworkManifest> = LazyLock::new(|| FrameworkManifest {
-    env: env(),
-    status: {{ m.status_rule() }},
-    master: MasterRule::{% if m.master_index_zero %}IndexZero{% else %}Roles{% endif %},
-    owned: vec![{% for (_, name) in m.owned_types() %}ApiResource::erase::<{{ name }}>(&()), {% endfor %}],
-});
-
-impl Manifest for {{ m.framework_type() }} {
-    type Job = {{ m.kind }};
-
-    fn manifest(&self) -> &FrameworkManifest {
-        &MANIFEST
+#[cfg(test)]
+mod tests {
+    /// What the build cannot check: the manifest loads (as `kfop gen` found it did).
+    #[test]
+    fn the_manifest_loads() {
+        let loaded = kfop_runtime::Manifest::load(super::KFOP_YAML, std::path::Path::new("kfop.yaml"));
+        assert_eq!(loaded.err().map(|e| e.to_string()), None);
     }
 }
-{%- if !m.hooks %}
-
-/// No hooks: the manifest says everything.
-impl kfop_runtime::Hooks for {{ m.framework_type() }} {}
-{%- endif %}
