@@ -402,7 +402,7 @@ async fn an_installed_kfop_without_a_checkout_scaffolds_builds_and_runs() {
     assert!(
         std::fs::read_to_string(dir.join("src/hooks.rs"))
             .unwrap()
-            .contains("impl Hooks for Foo")
+            .contains("impl Framework for Foo")
     );
     assert!(
         std::fs::read_to_string(dir.join("deploy/rbac.yaml"))

@@ -107,7 +107,7 @@ fn check_fails_after_a_manifest_edit_and_passes_after_gen() {
         "  status:",
         "    - name: EXTRA\n      value: \"{job}\"\n  status:",
     );
-    std::fs::write(&manifest, edited).unwrap();
+    std::fs::write(&manifest, &edited).unwrap();
     let err = gen_crate(&gen_args(tmp.path(), &["--check"])).unwrap_err();
     assert_eq!(
         err.to_string(),
@@ -119,10 +119,13 @@ fn check_fails_after_a_manifest_edit_and_passes_after_gen() {
         ["src/generated/framework.rs", "tests/operator.rs"]
     );
     gen_crate(&gen_args(tmp.path(), &["--check"])).unwrap();
+    // The generated code embeds the manifest and checks, at build time, that it is the one
+    // `gen` validated.
+    let fingerprint = format!("0x{:016x}", kfop_runtime::manifest::fingerprint(&edited));
     assert!(
         std::fs::read_to_string(tmp.path().join("src/generated/framework.rs"))
             .unwrap()
-            .contains("\"EXTRA\"")
+            .contains(&fingerprint)
     );
 }
 
@@ -440,7 +443,7 @@ fn checkout_and_git_sources_are_one_patch_section_and_members_use_paths() {
     let cargo_toml = std::fs::read_to_string(member.join("Cargo.toml")).unwrap();
     assert!(
         cargo_toml.contains(
-            "kfop-runtime = { version = \"0.1\", path = \"../../runtime\", features = [\"v1_34\"] }"
+            "kfop-runtime = { version = \"0.1\", path = \"../../runtime\", features = [\"v1_37\"] }"
         ),
         "{cargo_toml}"
     );

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use k8s_openapi::api::core::v1::PodStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
-use kfop_runtime::children::{Cached, Children};
+use kfop_runtime::child_index::{Cached, Children};
 use kfop_runtime::compact::CachedPod;
 use kfop_runtime::labels;
 use kfop_runtime::plan::{Observed, ObservedPod, plan};

@@ -12,36 +12,19 @@
 //! It re-exports `kube`, `k8s_openapi`, `schemars`, `serde`, `serde_json` and the
 //! [`training_job`] attribute, so an operator needs this one dependency.
 
-pub mod api;
-mod cache;
-pub mod cel_rule;
-pub mod children;
-pub mod client;
-pub mod compact;
-pub mod controller;
-pub mod defaults;
-pub mod dynamic;
-pub mod env;
-mod error;
-pub mod framework;
-pub mod gang;
-pub mod info;
-pub mod labels;
-pub mod malloc;
-pub mod manager;
-pub mod manifest;
-pub mod metrics;
-pub mod observed_child;
-pub mod operator;
-pub mod packed;
-pub mod plan;
-pub mod policy;
-pub mod relist;
-pub mod server;
-pub mod status_rule;
+mod engine;
+mod kit;
+mod process;
+
+// The layers are folders; their modules keep the crate's flat paths (`kfop_runtime::plan`, ...).
+use engine::{cache, error};
+pub use engine::{child_index, client, compact, controller, metrics, packed, plan, relist, server, webhook};
+pub use kit::{
+    api, cel_rule, child_view, defaults, env, framework, gang, info, labels, manifest, policy, status_rule,
+};
 #[cfg(any(test, feature = "testing"))]
-pub mod testing;
-pub mod webhook;
+pub use process::testing;
+pub use process::{dynamic, malloc, manager, operator};
 
 pub use error::{Error, Result};
 pub use framework::{

@@ -1,8 +1,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-//! The runtime's modules import one way: no top-level module of `runtime/src` reaches back to
-//! itself through `crate::` paths in non-test code. A circle would tie the pure planner to the
-//! layers above it (issue #16); this test names the modules of any circle and the files that
-//! close it.
+//! The runtime's modules import one way: no module of `runtime/src` reaches back to itself
+//! through `crate::` paths in non-test code, and the layers (the folders `kit`, `engine`,
+//! `process`, whose modules keep the crate's flat paths) import only downward: the process uses
+//! the engine and the kit, the engine the kit. A circle would tie the pure planner to the layers
+//! above it; these tests name the modules and the files that break the rule.
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -72,7 +73,39 @@ fn crate_references(code: &str) -> BTreeSet<String> {
     out
 }
 
-/// Top-level module -> (module it references -> files that do).
+/// The layer folders, lowest first.
+const LAYERS: [&str; 3] = ["kit", "engine", "process"];
+
+/// The module a file belongs to: its first path component, or inside a layer folder its second.
+fn module_of(rel: &Path) -> (Option<String>, String) {
+    let mut parts = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned());
+    let first = parts.next().unwrap_or_default();
+    if LAYERS.contains(&first.as_str())
+        && let Some(second) = parts.next()
+    {
+        return (Some(first), second.trim_end_matches(".rs").to_owned());
+    }
+    (None, first.trim_end_matches(".rs").to_owned())
+}
+
+/// Each module's layer.
+fn layers(src: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for layer in LAYERS {
+        for entry in std::fs::read_dir(src.join(layer)).unwrap() {
+            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+            let module = name.trim_end_matches(".rs").to_owned();
+            if module != "mod" {
+                out.insert(module, layer.to_owned());
+            }
+        }
+    }
+    out
+}
+
+/// Module -> (module it references -> files that do).
 fn graph(src: &Path) -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
     let mut graph: BTreeMap<String, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
     let mut stack = vec![src.to_path_buf()];
@@ -108,9 +141,10 @@ fn graph(src: &Path) -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
                 continue;
             }
             let rel = path.strip_prefix(src).unwrap();
-            let top = rel.components().next().unwrap().as_os_str().to_string_lossy();
-            let top = top.trim_end_matches(".rs").to_owned();
-            if top == "lib" || path.file_name().is_some_and(|n| n == "tests.rs") || test_only.contains(&path)
+            let (_, top) = module_of(rel);
+            if ["lib", "mod"].contains(&top.as_str())
+                || path.file_name().is_some_and(|n| n == "tests.rs")
+                || test_only.contains(&path)
             {
                 continue;
             }
@@ -183,6 +217,41 @@ fn runtime_modules_import_one_way() {
         "import circles in runtime/src:\n{}",
         circles.join("\n")
     );
+}
+
+#[test]
+fn layers_import_downward() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let (graph, layers) = (graph(&src), layers(&src));
+    assert_eq!(
+        layers.get("plan").map(String::as_str),
+        Some("engine"),
+        "{layers:?}"
+    );
+    assert_eq!(
+        layers.get("framework").map(String::as_str),
+        Some("kit"),
+        "{layers:?}"
+    );
+    let rank = |module: &str| {
+        LAYERS
+            .iter()
+            .position(|l| Some(*l) == layers.get(module).map(String::as_str))
+    };
+    let mut upward = Vec::new();
+    for (from, edges) in &graph {
+        for (to, files) in edges {
+            if rank(to) > rank(from) {
+                upward.push(format!(
+                    "{from} ({}) -> {to} ({}): {}",
+                    layers[from],
+                    layers[to],
+                    joined(files)
+                ));
+            }
+        }
+    }
+    assert!(upward.is_empty(), "imports up a layer:\n{}", upward.join("\n"));
 }
 
 fn joined(files: &BTreeSet<String>) -> String {

@@ -17,8 +17,8 @@ use kube::core::PartialObjectMetaExt;
 use kube::runtime::reflector::Lookup;
 use kube::runtime::watcher::Event;
 
-use crate::children::{Cached, ControllerRef};
-use crate::observed_child::{ObservedPod, ObservedService};
+use crate::child_index::{Cached, ControllerRef};
+use crate::child_view::{ObservedPod, ObservedService};
 
 /// An interned string: one copy however many cached children hold it, freed with the last.
 type Sym = ArcIntern<str>;
@@ -443,7 +443,7 @@ mod tests {
 
     #[test]
     fn a_service_comes_back_as_a_metadata_watch_shows_it() {
-        let service = crate::observed_child::observed_service(Service {
+        let service = crate::child_view::observed_service(Service {
             metadata: serde_json::from_value(meta()).unwrap(),
             ..Service::default()
         });

@@ -19,7 +19,7 @@ pub enum StatusRule {
         leader: Option<String>,
         followers: String,
     },
-    /// The framework's [`crate::hooks::Hooks::update_status`] decides.
+    /// The framework's [`crate::framework::Framework::update_status`] decides.
     Hook,
     /// CEL expressions over the roles' counts ([`crate::plan::StatusUpdate::apply_expressions`]).
     Cel(CelStatus),

@@ -5,8 +5,8 @@ use std::time::Duration;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::api::{CleanPodPolicy, ReplicaSpec, RestartPolicy, RunPolicy};
+use crate::child_view::ObservedPod;
 use crate::info::FrameworkInfo;
-use crate::observed_child::ObservedPod;
 
 /// Which replicas decide that a job has succeeded (and, while they are active, that it runs).
 #[derive(Clone, Debug, PartialEq, Eq)]

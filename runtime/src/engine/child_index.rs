@@ -246,8 +246,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::child_view::ObservedPod;
     use crate::compact::CachedPod;
-    use crate::observed_child::ObservedPod;
 
     fn pod(name: &str, owner: &str) -> CachedPod {
         CachedPod::from(serde_json::from_value::<ObservedPod>(json!({ "metadata": { "name": name, "namespace": "ns",

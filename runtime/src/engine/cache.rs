@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::{ContainerStatus, PodStatus};
 use kube::ResourceExt;
 use kube::api::{ApiResource, DynamicObject, TypeMeta};
 
-use crate::observed_child::ObservedPod;
+use crate::child_view::ObservedPod;
 
 /// For every cached object: no `managedFields`.
 pub fn slim<K: ResourceExt>(object: &mut K) {

@@ -3,8 +3,8 @@ use std::sync::Arc;
 
 use kube::api::DynamicObject;
 
+use crate::child_view::{ObservedPod, ObservedService};
 use crate::gang::GangScheduler;
-use crate::observed_child::{ObservedPod, ObservedService};
 
 /// The job's children as the caches see them (already filtered to those the job controls).
 #[derive(Debug, Default, Clone)]

@@ -921,7 +921,7 @@ fn validate_status(
             return Err(c.err(
                 r,
                 "spec.status.rule",
-                "`hook` needs `hooks: true` in spec: the rule is `Hooks::update_status` in src/hooks.rs",
+                "`hook` needs `hooks: true` in spec: the rule is `Framework::update_status` in src/hooks.rs",
             ));
         }
         return Ok(StatusModel::Hook);

@@ -34,7 +34,7 @@ pub use written::Written;
 
 use triggers::coalesced;
 
-use crate::children::{Children, NotSynced};
+use crate::child_index::{Children, NotSynced};
 use crate::compact::{CachedPod, CachedService};
 use crate::error::{Error, Result};
 use crate::gang::GangScheduler;
@@ -429,7 +429,7 @@ mod tests {
     }
 
     /// An empty cache whose (dropped) watch has listed once: a synced, empty cluster.
-    fn listed_empty<C: crate::children::Cached<DynamicType = ()>>() -> Children<C> {
+    fn listed_empty<C: crate::child_index::Cached<DynamicType = ()>>() -> Children<C> {
         let mut writer = reflector::store::Writer::new(());
         writer.apply_watcher_event(&watcher::Event::InitDone);
         let cache = Children::new(writer.as_reader(), ());

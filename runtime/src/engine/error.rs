@@ -58,7 +58,7 @@ pub enum Error {
     },
 
     #[error(transparent)]
-    NotSynced(#[from] crate::children::NotSynced),
+    NotSynced(#[from] crate::child_index::NotSynced),
 
     #[error("a controller task ended abnormally: {0}")]
     Task(#[from] tokio::task::JoinError),

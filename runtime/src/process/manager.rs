@@ -13,7 +13,7 @@ use kube::{Api, Client};
 use kube_lease_manager::LeaseManagerBuilder;
 use tokio::sync::watch;
 
-use crate::children::{Cached, Children};
+use crate::child_index::{Cached, Children};
 use crate::compact::{CachedPod, CachedService, compacted};
 use crate::controller::{
     self, Activity, Context, ControllerConfig, Created, Deleted, Router, Triggers, Written,

@@ -9,17 +9,17 @@ use kube::Resource;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+mod desired;
 mod loaded;
-mod objects;
 mod observed;
-mod status;
+mod status_update;
 mod wording;
 
-pub use crate::observed_child::{ObservedPod, ObservedService, observed_service};
+pub use crate::child_view::{ObservedPod, ObservedService, observed_service};
+pub use desired::{DesiredObject, SyncPolicy, find, is_kind};
 pub use loaded::Loaded;
-pub use objects::{DesiredObject, SyncPolicy, find, is_kind};
 pub use observed::{Observed, Scheduling};
-pub use status::{
+pub use status_update::{
     EventType, JobEvent, JobMetric, JobName, RoleCounts, RoleState, StatusOutput, StatusUpdate,
 };
 pub use wording::LifecycleWording;

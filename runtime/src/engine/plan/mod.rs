@@ -1,7 +1,7 @@
 //! The pure planner: `(framework, job, observed children, now) -> Plan`. No IO, no clock, no
 //! randomness; every job policy is decided here and unit-tested.
-mod children;
-mod objects;
+mod build;
+mod owned_objects;
 mod replicas;
 #[cfg(test)]
 mod tests;
@@ -19,8 +19,8 @@ pub use crate::framework::{
     ObservedService, RoleState, Scheduling, StatusUpdate, SyncPolicy, find, is_kind,
 };
 pub use crate::labels::owner_reference;
-pub use children::{build_pod, build_service};
-pub use objects::{ObjectRef, is_subset, merge_patch};
+pub use build::{build_pod, build_service};
+pub use owned_objects::{ObjectRef, is_subset, merge_patch};
 
 use crate::api::{ConditionStatus, JobConditionType, JobStatus};
 use crate::defaults::defaulted_specs;
@@ -243,7 +243,7 @@ pub fn plan<F: Framework>(
         }
         kinds.push(kind);
     }
-    let changes = objects::diff(desired, &observed.objects, &kinds);
+    let changes = owned_objects::diff(desired, &observed.objects, &kinds);
     // A finished job creates nothing: an owned object gone missing (deleted by hand, or by a
     // namespace being deleted, which then refuses creates) stays gone, as its pods do.
     d.plan.create_objects = if phase == JobPhase::Finished {

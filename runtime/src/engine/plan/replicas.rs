@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use kube::ResourceExt;
 
-use super::children::{build_pod, build_service};
+use super::build::{build_pod, build_service};
 use super::{ChildRef, Draft, EventType, JobMetric, PlanError, is_active, phase, reason};
 use crate::api::{ConditionStatus, JobConditionType, ReplicaSpec, ReplicaStatus, RestartPolicy};
 use crate::framework::{Framework, Loaded, ObservedPod, RoleCounts};

@@ -10,7 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::DynamicObject;
 
 use super::per_job::PerJob;
-use crate::children::Children;
+use crate::child_index::Children;
 use crate::compact::{CachedPod, CachedService};
 use crate::framework::observed_service;
 use crate::plan::{Observed, ObservedPod, ObservedService, Scheduling};

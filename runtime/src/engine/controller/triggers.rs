@@ -14,7 +14,7 @@ use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
 use futures::{Stream, StreamExt};
 use kube::runtime::scheduler::{ScheduleRequest, scheduler};
 
-use crate::children::Cached;
+use crate::child_index::Cached;
 
 /// The job a child event is about.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
