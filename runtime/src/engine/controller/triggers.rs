@@ -73,7 +73,7 @@ struct Route {
 }
 
 impl Router {
-    /// Subscribes the controller of jobs of `api_version`/`kind`.
+    /// Subscribes the controller of jobs of `api_version`/`kind` (any version of its group).
     pub fn subscribe(&self, api_version: &str, kind: &str) -> Triggers {
         let (sender, receiver) = unbounded();
         let mut routes = self
@@ -106,7 +106,7 @@ impl Router {
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         for route in routes.iter() {
-            if route.kind == controller.kind && route.api_version == controller.api_version {
+            if route.kind == controller.kind && group(&route.api_version) == group(controller.api_version) {
                 let owner = Owner {
                     namespace: controller.namespace.map(str::to_owned),
                     name: controller.name.to_owned(),
@@ -116,6 +116,14 @@ impl Router {
             }
         }
     }
+}
+
+/// The API group of an apiVersion (`kubeflow.org/v1` -> `kubeflow.org`; the core group's `v1`
+/// -> empty). Children are routed by their controller's group and kind, whatever version their
+/// owner reference names: one kind's jobs may be served in several versions, and a job created
+/// in another than the one its controller reads names that one (an MPIJob created as `v1`).
+fn group(api_version: &str) -> &str {
+    api_version.rsplit_once('/').map_or("", |(group, _)| group)
 }
 
 /// Each owner of `triggers` once per burst: `window` after its first trigger, with every later
@@ -176,6 +184,20 @@ mod tests {
         );
         assert_eq!(tf.next().await, Some(owner));
         assert_eq!(tf.next().await, None);
+    }
+
+    #[test]
+    fn children_naming_another_version_of_the_kind_reach_its_controller() {
+        let router = Router::default();
+        let mut mpi = router.subscribe("kubeflow.org/v2beta1", "MPIJob");
+        let mut other_group = router.subscribe("example.com/v1", "MPIJob");
+        router.route(&child("MPIJob", true));
+        assert_eq!(
+            mpi.try_recv().unwrap().name,
+            "job",
+            "a v1 owner reaches the v2beta1 controller"
+        );
+        assert!(other_group.try_recv().is_err(), "the group must match");
     }
 
     #[tokio::test(start_paused = true)]

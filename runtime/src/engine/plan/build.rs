@@ -2,13 +2,13 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec, Service, ServicePort, ServiceSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::ResourceExt;
 
 use crate::api::ReplicaSpec;
 use crate::framework::{Framework, FrameworkError, Loaded, PodContext, TrainingJob};
 use crate::gang::{self, GangScheduler};
-use crate::labels::{self, JOB_ROLE, owner_reference};
+use crate::labels::{self, JOB_ROLE};
 
 /// A pod built from the role's template; whether the template's own restartPolicy was
 /// overridden (Kubeflow warns about that with an event).
@@ -61,7 +61,7 @@ pub fn build_pod<F: Framework>(
             namespace: job.namespace(),
             labels: Some(labels),
             annotations: meta.annotations,
-            owner_references: Some(vec![owner_reference(job, framework.job_type())]),
+            owner_references: Some(vec![framework.owner_reference(job)]),
             ..ObjectMeta::default()
         },
         spec: Some(pod_spec),
@@ -74,11 +74,12 @@ pub fn build_pod<F: Framework>(
 }
 
 /// The headless service of one replica: same name and labels as its pod (without job-role),
-/// selecting exactly that pod, exposing the default container's ports.
+/// selecting exactly that pod, exposing the default container's ports; `owner` is the job's
+/// ([`Loaded::owner_reference`]).
 pub fn build_service<J: TrainingJob>(
     info: &crate::framework::FrameworkInfo,
     job: &J,
-    job_type: &J::DynamicType,
+    owner: OwnerReference,
     spec: &ReplicaSpec,
     role: &str,
     index: i32,
@@ -110,7 +111,7 @@ pub fn build_service<J: TrainingJob>(
             name: Some(labels::child_name(&name, role, index)),
             namespace: job.namespace(),
             labels: Some(labels.clone()),
-            owner_references: Some(vec![owner_reference(job, job_type)]),
+            owner_references: Some(vec![owner]),
             ..ObjectMeta::default()
         },
         spec: Some(ServiceSpec {

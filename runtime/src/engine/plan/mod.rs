@@ -232,7 +232,8 @@ pub fn plan<F: Framework>(
     if let Some(kind) = scheduler.pod_group_api_resource() {
         // A PodGroup lives while the job runs; finishing or suspending deletes it.
         if phase == JobPhase::Active {
-            let job_ref = JobRef::of(job, job_type, &framework.info().controller_name);
+            let mut job_ref = JobRef::of(job, job_type, &framework.info().controller_name);
+            job_ref.owner = framework.owner_reference(job);
             let current = find(&observed.objects, &kind, &d.name);
             let priorities = &observed.scheduling.priority_classes;
             if let Some(group) =
@@ -298,7 +299,9 @@ fn reconcile_job<F: Framework>(
                 rs.active = 0;
             }
         }
-        d.ttl(run_policy);
+        if code.deletes_job_after_ttl(job) {
+            d.ttl(run_policy);
+        }
         return Ok(JobPhase::Finished);
     }
 
@@ -365,7 +368,9 @@ fn reconcile_job<F: Framework>(
         if d.condition(JobConditionType::Failed, ConditionStatus::True, "Failed", message) {
             d.plan.metrics.push(JobMetric::Failed);
         }
-        d.ttl(run_policy);
+        if code.deletes_job_after_ttl(job) {
+            d.ttl(run_policy);
+        }
         return Ok(JobPhase::Finished);
     }
 

@@ -117,7 +117,7 @@ pub(super) fn reconcile<F: Framework>(
                 d.plan.create_services.push(build_service(
                     info,
                     job,
-                    framework.job_type(),
+                    framework.owner_reference(job),
                     spec,
                     role,
                     index,

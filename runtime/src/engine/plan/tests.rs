@@ -74,7 +74,7 @@ fn service(job: &TestJob, role: &str, index: i32) -> Arc<ObservedService> {
     Arc::new(observed_service(build_service(
         &TestFramework::default().info,
         job,
-        &(),
+        crate::labels::owner_reference(job, &()),
         &specs[role],
         role,
         index,

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use k8s_openapi::api::core::v1::PodTemplateSpec;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Resource;
 use kube::api::ApiResource;
 
@@ -61,6 +62,16 @@ impl<F: Framework> Loaded<F> {
     /// The code that runs `job` ([`Framework::for_job`]).
     pub fn code_for(&self, job: &F::Job) -> &dyn Framework<Job = F::Job> {
         self.code.for_job(job)
+    }
+
+    /// The controller owner reference of `job`'s children, at the apiVersion the code names
+    /// ([`Framework::owner_api_version`]).
+    pub fn owner_reference(&self, job: &F::Job) -> OwnerReference {
+        let mut owner = crate::labels::owner_reference(job, &self.job_type);
+        if let Some(api_version) = self.code_for(job).owner_api_version(job) {
+            owner.api_version = api_version;
+        }
+        owner
     }
 
     /// The code as registered, for what does not depend on a job.

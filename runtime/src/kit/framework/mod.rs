@@ -221,6 +221,23 @@ pub trait Framework: Send + Sync + 'static {
         job.run_policy().clean_pod_policy()
     }
 
+    /// Whether the engine deletes `job` once `runPolicy.ttlSecondsAfterFinished` has passed
+    /// after it finished. Default: yes, as training-operator does. An mpi-operator MPIJob gives
+    /// the TTL to its launcher batch Job instead and is itself never deleted by it.
+    fn deletes_job_after_ttl(&self, job: &Self::Job) -> bool {
+        let _ = job;
+        true
+    }
+
+    /// The apiVersion the owner references of `job`'s children name it by, where it is not the
+    /// version the engine reads jobs in (an MPIJob created as `kubeflow.org/v1` is read as
+    /// `v2beta1`; training-operator's children name it `kubeflow.org/v1`). Default: none, the
+    /// engine's. Child events reach the job's controller whatever version they name.
+    fn owner_api_version(&self, job: &Self::Job) -> Option<String> {
+        let _ = job;
+        None
+    }
+
     /// The restart policy of `role` of `job` when its spec sets none, where it differs from the
     /// role's static default. Default: none, the role's own.
     fn default_restart_policy(&self, job: &Self::Job, role: &str) -> Option<crate::api::RestartPolicy> {
