@@ -53,7 +53,8 @@ pub struct OperatorArgs {
     #[arg(long)]
     pub no_child_events: bool,
     /// Gang scheduling: `volcano`, `scheduler-plugins` (or `scheduler-plugins:<scheduler name>`),
-    /// or `none`
+    /// `default-scheduler` (Kubernetes' native gang scheduling, 1.37+; also `kubernetes`, or
+    /// `kubernetes:<scheduler name>`), or `none`
     #[arg(long, default_value = "none")]
     pub gang_scheduler_name: crate::gang::GangScheduler,
     /// Plan every live job again this often (e.g. `5m`, `90s`), so a lost watch event delays a

@@ -21,7 +21,9 @@ pub const CUSTOM_SCHEDULER_MESSAGE: &str =
 
 /// Sets the gang scheduler as `schedulerName` unless the template names one (a user's choice is
 /// kept), and marks the pod as a member of the job's PodGroup: Volcano by annotations (with the
-/// lower-cased role as task), scheduler-plugins by a label. A no-op when gang scheduling is off.
+/// lower-cased role as task), scheduler-plugins by a label, native gang scheduling by
+/// `spec.schedulingGroup.podGroupName` (immutable: set here, before the pod is created). A no-op
+/// when gang scheduling is off.
 pub fn decorate_pod_template(
     scheduler: &GangScheduler,
     job_name: &str,
@@ -48,6 +50,22 @@ pub fn decorate_pod_template(
                 .get_or_insert_with(BTreeMap::new)
                 .insert(SCHEDULER_PLUGINS_POD_GROUP_LABEL.to_owned(), job_name.to_owned());
         }
+        GangScheduler::Native { .. } => set_scheduling_group(spec, job_name),
+    }
+}
+
+// `PodSpec.scheduling_group` exists from Kubernetes 1.37 on; an older build cannot select native
+// gang scheduling (the flag is refused), so there is nothing to set.
+k8s_openapi::k8s_if_ge_1_37! {
+    fn set_scheduling_group(spec: &mut k8s_openapi::api::core::v1::PodSpec, pod_group: &str) {
+        spec.scheduling_group = Some(k8s_openapi::api::core::v1::PodSchedulingGroup {
+            pod_group_name: Some(pod_group.to_owned()),
+        });
+    }
+}
+k8s_openapi::k8s_if_le_1_36! {
+    fn set_scheduling_group(spec: &mut k8s_openapi::api::core::v1::PodSpec, pod_group: &str) {
+        let _ = (spec, pod_group);
     }
 }
 
@@ -113,8 +131,22 @@ mod tests {
     }
 
     #[test]
+    fn native_sets_scheduler_and_scheduling_group() {
+        let mut t = template(serde_json::json!({"spec": {"containers": []}}));
+        decorate_pod_template(&GangScheduler::native(), "job", "Worker", &mut t);
+        let spec = serde_json::to_value(t.spec.as_ref().unwrap()).unwrap();
+        assert_eq!(spec["schedulerName"], "default-scheduler");
+        assert_eq!(
+            spec["schedulingGroup"],
+            serde_json::json!({"podGroupName": "job"})
+        );
+        let meta = t.metadata.as_ref().unwrap();
+        assert!(meta.labels.is_none() && meta.annotations.is_none());
+    }
+
+    #[test]
     fn an_existing_scheduler_name_is_kept_but_an_empty_one_is_replaced() {
-        for scheduler in [GangScheduler::Volcano, plugins()] {
+        for scheduler in [GangScheduler::Volcano, plugins(), GangScheduler::native()] {
             let mut t = template(serde_json::json!({"spec": {"schedulerName": "mine", "containers": []}}));
             decorate_pod_template(&scheduler, "job", "Worker", &mut t);
             assert_eq!(t.spec.as_ref().unwrap().scheduler_name.as_deref(), Some("mine"));

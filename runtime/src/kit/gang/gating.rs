@@ -10,11 +10,15 @@ const VOLCANO_WAITING_PHASES: [&str; 2] = ["", "Pending"];
 /// group is left pending by the coscheduling plugin; Kubeflow's sync returns early the same
 /// way). Under Volcano they also wait while its `status.phase` is empty or `Pending` (Volcano
 /// has not admitted the gang to its queue yet); scheduler-plugins gates the rest in the
-/// scheduler itself.
+/// scheduler itself, and so does kube-scheduler under native gang scheduling. Native pods could
+/// be created before their group (kube-scheduler waits for it), but waiting for it costs one
+/// watch event and means a cluster that does not serve `scheduling.k8s.io/v1beta1` PodGroups
+/// (the `GenericWorkload` gate off, which also drops `schedulingGroup` from pods) gets no pods,
+/// rather than pods scheduled one by one.
 pub fn holds_pods(scheduler: &GangScheduler, observed_pod_group: Option<&DynamicObject>) -> bool {
     match scheduler {
         GangScheduler::None => false,
-        GangScheduler::SchedulerPlugins { .. } => observed_pod_group.is_none(),
+        GangScheduler::SchedulerPlugins { .. } | GangScheduler::Native { .. } => observed_pod_group.is_none(),
         GangScheduler::Volcano => observed_pod_group.is_none_or(|pg| {
             let phase = pg
                 .data
@@ -68,5 +72,10 @@ mod tests {
             Some(&pod_group(serde_json::json!({"phase": "Pending"})))
         ));
         assert!(!holds_pods(&GangScheduler::None, None));
+        assert!(holds_pods(&GangScheduler::native(), None));
+        assert!(!holds_pods(
+            &GangScheduler::native(),
+            Some(&pod_group(serde_json::json!({})))
+        ));
     }
 }

@@ -1,5 +1,6 @@
-//! Gang scheduling (pure): the PodGroup a job needs under Volcano or scheduler-plugins, how its
-//! pods are pointed at it, and whether they wait for it. Kubeflow's behaviour, from
+//! Gang scheduling (pure): the PodGroup a job needs under Volcano, scheduler-plugins or
+//! Kubernetes' native gang scheduling, how its pods are pointed at it, and whether they wait for
+//! it. Kubeflow's behaviour, from
 //! `pkg/controller.v1/common/{job,scheduling,util}.go` and `control/podgroup_control.go`.
 //!
 //! The planner, per reconcile of an unfinished, unsuspended job, wants [`desired_pod_group`]
@@ -22,10 +23,11 @@ pub use decorate::{
 pub use gating::holds_pods;
 pub use min_resources::calc_min_resources;
 pub use podgroup::{
-    DEFAULT_QUEUE, JobRef, PodGroupSpec, SchedulerPluginsSpec, VolcanoSpec, desired_pod_group,
-    scheduler_plugins_api_resource, volcano_api_resource,
+    DEFAULT_QUEUE, JobRef, NativeSpec, PodGroupSpec, SchedulerPluginsSpec, VolcanoSpec, desired_pod_group,
+    native_api_resource, scheduler_plugins_api_resource, volcano_api_resource,
 };
 pub use quantity::{Amount, QuantityError};
 pub use scheduler::{
-    DEFAULT_SCHEDULER_PLUGINS_NAME, GangScheduler, ParseGangSchedulerError, VOLCANO_SCHEDULER_NAME,
+    DEFAULT_SCHEDULER_NAME, DEFAULT_SCHEDULER_PLUGINS_NAME, GangScheduler, NATIVE_FLAG,
+    ParseGangSchedulerError, VOLCANO_SCHEDULER_NAME,
 };

@@ -26,6 +26,11 @@ pub fn scheduler_plugins_api_resource() -> ApiResource {
     api_resource("scheduling.x-k8s.io", "v1alpha1")
 }
 
+/// `scheduling.k8s.io/v1beta1` PodGroup (Kubernetes' native gang scheduling, 1.37).
+pub fn native_api_resource() -> ApiResource {
+    api_resource("scheduling.k8s.io", "v1beta1")
+}
+
 fn api_resource(group: &str, version: &str) -> ApiResource {
     ApiResource {
         group: group.to_owned(),
@@ -43,6 +48,7 @@ impl GangScheduler {
             Self::None => None,
             Self::Volcano => Some(volcano_api_resource()),
             Self::SchedulerPlugins { .. } => Some(scheduler_plugins_api_resource()),
+            Self::Native { .. } => Some(native_api_resource()),
         }
     }
 }
@@ -99,16 +105,30 @@ pub struct SchedulerPluginsSpec {
     pub schedule_timeout_seconds: Option<i32>,
 }
 
+/// Kubernetes' `scheduling.k8s.io/v1beta1` `PodGroupSpec`, the fields kfop sets: a gang policy
+/// and the priority class. No `workloadRef`: it is optional, and kube-scheduler reads only the
+/// PodGroup (a Workload would be a template no controller instantiates here). The API server's
+/// priority admission fills `priority` from `priorityClassName` (and refuses a PodGroup naming
+/// a PriorityClass that does not exist); both are immutable, `minCount` is not.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NativeSpec {
+    pub min_count: i32,
+    pub priority_class_name: String,
+}
+
 /// The spec of a job's PodGroup, for the scheduler in use.
 #[derive(Clone, Debug, PartialEq)]
 pub enum PodGroupSpec {
     Volcano(VolcanoSpec),
     SchedulerPlugins(SchedulerPluginsSpec),
+    Native(NativeSpec),
 }
 
 impl PodGroupSpec {
     /// Kubeflow's spec: `minMember` = `minAvailable` else all replicas; `minResources` as given
-    /// else computed; Volcano's queue defaults to `default`. `None` when gang scheduling is off.
+    /// else computed; Volcano's queue defaults to `default`. Native: `minCount` is that same
+    /// count, and the priority class Volcano's PodGroup would name. `None` when gang scheduling
+    /// is off.
     /// `specs` are the defaulted replica specs; `priority_classes` maps PriorityClass name to value.
     pub fn for_job(
         scheduler: &GangScheduler,
@@ -123,6 +143,12 @@ impl PodGroupSpec {
         let min_member = policy
             .min_available
             .unwrap_or_else(|| ReplicaSpec::total(specs.values()));
+        if let GangScheduler::Native { .. } = scheduler {
+            return Ok(Some(Self::Native(NativeSpec {
+                min_count: min_member,
+                priority_class_name: policy.priority_class.unwrap_or_default(),
+            })));
+        }
         let min_resources = match policy.min_resources {
             Some(given) => given,
             None => calc_min_resources(min_member, specs, priority_classes)?,
@@ -146,16 +172,26 @@ impl PodGroupSpec {
     }
 
     /// Volcano keeps the queue an existing PodGroup already has (it may have been admitted to
-    /// it); call with the observed PodGroup before building the desired one.
+    /// it), and a native PodGroup its priority class (immutable: a patch changing it would be
+    /// refused on every pass); call with the observed PodGroup before building the desired one.
     pub fn keep_observed_queue(&mut self, observed: Option<&DynamicObject>) {
-        let Self::Volcano(spec) = self else {
+        let Some(spec) = observed.and_then(|pg| pg.data.get("spec")) else {
             return;
         };
-        let queue = observed
-            .and_then(|pg| pg.data.get("spec")?.get("queue")?.as_str())
-            .filter(|q| !q.is_empty());
-        if let Some(queue) = queue {
-            queue.clone_into(&mut spec.queue);
+        let text = |field: &str| spec.get(field).and_then(|v| v.as_str()).filter(|v| !v.is_empty());
+        match self {
+            Self::Volcano(volcano) => {
+                if let Some(queue) = text("queue") {
+                    queue.clone_into(&mut volcano.queue);
+                }
+            }
+            // Without one it stays without (admission may have given it the global default).
+            Self::Native(native) => {
+                text("priorityClassName")
+                    .unwrap_or_default()
+                    .clone_into(&mut native.priority_class_name);
+            }
+            Self::SchedulerPlugins(_) => {}
         }
     }
 
@@ -163,6 +199,7 @@ impl PodGroupSpec {
         match self {
             Self::Volcano(_) => volcano_api_resource(),
             Self::SchedulerPlugins(_) => scheduler_plugins_api_resource(),
+            Self::Native(_) => native_api_resource(),
         }
     }
 
@@ -171,6 +208,15 @@ impl PodGroupSpec {
         let value = match self {
             Self::Volcano(spec) => serde_json::to_value(spec),
             Self::SchedulerPlugins(spec) => serde_json::to_value(spec),
+            Self::Native(spec) => {
+                let mut value = serde_json::json!({
+                    "schedulingPolicy": { "gang": { "minCount": spec.min_count } },
+                });
+                if !spec.priority_class_name.is_empty() {
+                    value["priorityClassName"] = spec.priority_class_name.clone().into();
+                }
+                Ok(value)
+            }
         };
         // Both are plain structs of strings, numbers and string maps: serializing cannot fail.
         value.unwrap_or_default()

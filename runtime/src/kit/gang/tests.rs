@@ -197,6 +197,12 @@ fn api_resources_are_the_upstream_types() {
     assert_eq!(GangScheduler::Volcano.pod_group_api_resource(), Some(volcano));
     let sp = plugins().pod_group_api_resource().unwrap();
     assert_eq!(sp.api_version, "scheduling.x-k8s.io/v1alpha1");
+    let native = GangScheduler::native().pod_group_api_resource().unwrap();
+    assert_eq!(
+        (native.api_version.as_str(), native.plural.as_str()),
+        ("scheduling.k8s.io/v1beta1", "podgroups")
+    );
+    assert_eq!(native, native_api_resource());
 }
 
 #[test]
@@ -211,4 +217,71 @@ fn invalid_template_quantities_are_errors() {
         None,
     );
     assert_eq!(out.err(), Some(QuantityError::Invalid("one".to_owned())));
+}
+
+#[test]
+fn native_pod_group_is_a_gang_of_min_available_or_every_replica() {
+    let native = GangScheduler::native();
+    let pg = desired(&native, &RunPolicy::default(), None);
+    assert_eq!(
+        spec_of(&pg),
+        &json!({"schedulingPolicy": {"gang": {"minCount": 4}}})
+    );
+    let types = pg.types.as_ref().unwrap();
+    assert_eq!(
+        (types.api_version.as_str(), types.kind.as_str()),
+        ("scheduling.k8s.io/v1beta1", "PodGroup")
+    );
+    assert_eq!(
+        pg.labels(),
+        &crate::labels::job_labels("testjob-controller", "train")
+    );
+    assert_eq!(pg.owner_references()[0].controller, Some(true));
+
+    // Queue, minResources and the timeout have no field in the native API.
+    let run_policy = policy(SchedulingPolicy {
+        min_available: Some(2),
+        queue: Some("ignored".to_owned()),
+        priority_class: Some("urgent".to_owned()),
+        min_resources: Some(BTreeMap::from([("cpu".to_owned(), Quantity("1".to_owned()))])),
+        schedule_timeout_seconds: Some(30),
+    });
+    let pg = desired(&native, &run_policy, None);
+    assert_eq!(
+        spec_of(&pg),
+        &json!({"schedulingPolicy": {"gang": {"minCount": 2}}, "priorityClassName": "urgent"})
+    );
+    // It is the API's PodGroup, field for field.
+    let mut object = serde_json::to_value(&pg).unwrap();
+    object["metadata"]["name"] = json!("train");
+    let typed: k8s_openapi::api::scheduling::v1beta1::PodGroup = serde_json::from_value(object).unwrap();
+    let gang = typed.spec.scheduling_policy.gang.unwrap();
+    assert_eq!(gang.min_count, 2);
+    assert_eq!(typed.spec.priority_class_name.as_deref(), Some("urgent"));
+    assert_eq!(typed.spec.workload_ref, None);
+}
+
+#[test]
+fn native_keeps_the_observed_priority_class_which_is_immutable() {
+    let native = GangScheduler::native();
+    let wants = |class: &str| {
+        policy(SchedulingPolicy {
+            priority_class: Some(class.to_owned()),
+            ..SchedulingPolicy::default()
+        })
+    };
+    let observed = desired(&native, &wants("first"), None);
+    let pg = desired(&native, &wants("second"), Some(&observed));
+    assert_eq!(spec_of(&pg)["priorityClassName"], json!("first"));
+    // Created without one: a class named later is not patched in.
+    let observed = desired(&native, &RunPolicy::default(), None);
+    let pg = desired(&native, &wants("later"), Some(&observed));
+    assert_eq!(spec_of(&pg).get("priorityClassName"), None);
+    // minCount follows the job (it is mutable).
+    let lowered = policy(SchedulingPolicy {
+        min_available: Some(1),
+        ..SchedulingPolicy::default()
+    });
+    let pg = desired(&native, &lowered, Some(&observed));
+    assert_eq!(spec_of(&pg)["schedulingPolicy"]["gang"]["minCount"], json!(1));
 }
