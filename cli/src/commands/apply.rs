@@ -122,7 +122,10 @@ pub struct Framework {
 /// and turns the YAML document into the object, unchanged: the operator reads the same fields
 /// the generator does.
 pub fn framework(text: &str, file: &Path) -> Result<Framework, ApplyError> {
-    let model = manifest::parse(text, file)?;
+    let manifest::Validated { model, warnings } = manifest::parse_with_warnings(text, file)?;
+    for warning in &warnings {
+        tracing::warn!("{warning}");
+    }
     manifest::check_manifest_only(text, file)?;
     // `parse` read the same text, so this only fails for YAML a JSON value cannot hold.
     let value: Value = serde_saphyr::from_str(text).map_err(|e| manifest::syntax_error(&e, file))?;

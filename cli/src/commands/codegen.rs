@@ -248,7 +248,10 @@ fn check_target(args: &NewArgs, dir: &Path) -> Result<(), CodegenError> {
 /// Parses and validates manifest `text`, and loads it as the operator will: what `kfop gen`
 /// accepts, the compiled operator loads.
 fn parse_and_load(text: &str, file: &Path) -> Result<manifest::Model, CodegenError> {
-    let model = manifest::parse(text, file)?;
+    let manifest::Validated { model, warnings } = manifest::parse_with_warnings(text, file)?;
+    for warning in &warnings {
+        tracing::warn!("{warning}");
+    }
     kfop_runtime::Manifest::from_model(&model).map_err(|source| CodegenError::Load {
         file: file.to_owned(),
         source,

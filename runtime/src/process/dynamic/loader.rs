@@ -96,6 +96,15 @@ pub async fn run(registry: Registry, config: LoaderConfig) -> crate::Result<()> 
     Ok(())
 }
 
+/// Accepted's message: valid, and the manifest's warnings (deprecated spellings).
+fn valid_message(warnings: &[String]) -> String {
+    if warnings.is_empty() {
+        "the manifest is valid".to_owned()
+    } else {
+        format!("the manifest is valid; {}", warnings.join("; "))
+    }
+}
+
 /// The Ready message of a Framework whose change was refused while `crd_name` still runs as
 /// generation `previous` defined it, e.g. "generation 3 was refused; rtjaxjobs.example.com is
 /// still served as generation 2 defined it".
@@ -152,15 +161,18 @@ impl Loader {
             _ => {}
         }
         let outcome = match self.check(framework) {
-            Ok((model, runtime)) => self.serve(&name, generation, &model, runtime).await,
+            Ok((model, warnings, runtime)) => self
+                .serve(&name, generation, &model, runtime)
+                .await
+                .map(|message| (message, warnings)),
             Err(refusal) => Err(refusal),
         };
         let conditions = match outcome {
-            Ok(message) => {
+            Ok((message, warnings)) => {
                 tracing::info!(%message, "framework ready");
                 self.refused.retain(|(n, _)| *n != name);
                 vec![
-                    FrameworkCondition::new("Accepted", true, "Valid", "the manifest is valid"),
+                    FrameworkCondition::new("Accepted", true, "Valid", valid_message(&warnings)),
                     FrameworkCondition::new("Ready", true, "Serving", message),
                 ]
             }
@@ -200,8 +212,8 @@ impl Loader {
         }
     }
 
-    /// Validates the manifest and whether it may run here.
-    fn check(&self, framework: &Framework) -> Result<(Model, Loaded<NoCode>), Refusal> {
+    /// Validates the manifest and whether it may run here; with the manifest's deprecation warnings.
+    fn check(&self, framework: &Framework) -> Result<(Model, Vec<String>, Loaded<NoCode>), Refusal> {
         let name = framework.name_any();
         let document = json!({
             "apiVersion": model::API_VERSION,
@@ -211,8 +223,14 @@ impl Loader {
         });
         // JSON is YAML: the manifest validator reads it as it reads kfop.yaml.
         let text = serde_json::to_string_pretty(&document).map_err(|e| Refusal::invalid(e.to_string()))?;
-        let model = model::parse(&text, Path::new(&format!("frameworks/{name}")))
-            .map_err(|e| Refusal::invalid(e.to_string()))?;
+        let model::Validated { model, warnings } =
+            model::parse_with_warnings(&text, Path::new(&format!("frameworks/{name}")))
+                .map_err(|e| Refusal::invalid(e.to_string()))?;
+        // Positions would point into the JSON rendering, not the applied YAML: field and message.
+        let warnings = warnings
+            .iter()
+            .map(|w| format!("{}: {}", w.field, w.message))
+            .collect();
         let runtime = super::load(&model).map_err(|e| Refusal::invalid(e.to_string()))?;
         let crd_name = format!("{}.{}", model.plural, model.group);
         let refuse = |reason, message: String| Refusal {
@@ -245,7 +263,7 @@ impl Loader {
                 ),
             ));
         }
-        Ok((model, runtime))
+        Ok((model, warnings, runtime))
     }
 
     /// Installs the CRD, waits until it is served, and (re)starts the controller.
@@ -346,7 +364,16 @@ impl Loader {
 
 #[cfg(test)]
 mod tests {
-    use super::still_serving;
+    use super::{still_serving, valid_message};
+
+    #[test]
+    fn warnings_are_named_in_the_accepted_message() {
+        assert_eq!(valid_message(&[]), "the manifest is valid");
+        assert_eq!(
+            valid_message(&["spec.success: deprecated: move it".to_owned()]),
+            "the manifest is valid; spec.success: deprecated: move it"
+        );
+    }
 
     #[test]
     fn a_refused_change_names_both_generations_in_words() {
