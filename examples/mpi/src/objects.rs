@@ -111,7 +111,7 @@ pub fn desired_objects(ctx: &JobContext<'_, MPIJob>) -> Result<Vec<DesiredObject
             .specs
             .get("Launcher")
             .ok_or_else(|| FrameworkError::new("spec.mpiReplicaSpecs.Launcher is required; add it"))?;
-        let template = launcher::pod_template(job, spec)?;
+        let template = launcher::pod_template(job, spec, &ctx.observed.scheduling.scheduler)?;
         let data = launcher::job_spec(job, &template, suspended)?;
         objects.push(object(
             &batch_job,

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use kfop_runtime::FrameworkError;
 use kfop_runtime::api::{ReplicaSpec, RestartPolicy};
+use kfop_runtime::gang::{GangScheduler, decorate_pod_template};
 use kfop_runtime::k8s_openapi::api::core::v1::{
     ConfigMapVolumeSource, KeyToPath, PodSpec, PodTemplateSpec, Volume, VolumeMount,
 };
@@ -62,8 +63,13 @@ pub fn launcher_env(
     vars.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
 }
 
-/// The launcher's pod template.
-pub fn pod_template(job: &MPIJob, spec: &ReplicaSpec) -> Result<PodTemplateSpec, FrameworkError> {
+/// The launcher's pod template, gang-decorated as the engine decorates worker pods (the launcher
+/// is one of the PodGroup's members; mpi-operator decorates it too).
+pub fn pod_template(
+    job: &MPIJob,
+    spec: &ReplicaSpec,
+    scheduler: &GangScheduler,
+) -> Result<PodTemplateSpec, FrameworkError> {
     let name = job.name_any();
     let extra = &job.spec.extra;
     let mut template = (*spec.template).clone();
@@ -88,6 +94,7 @@ pub fn pod_template(job: &MPIJob, spec: &ReplicaSpec) -> Result<PodTemplateSpec,
         .to_owned(),
     );
     mount_config(pod, &name, &[(HOSTFILE, 0o444), (DISCOVER_HOSTS, 0o555)])?;
+    decorate_pod_template(scheduler, &name, "Launcher", &mut template);
     Ok(template)
 }
 
