@@ -430,7 +430,7 @@ fn rules(enabled: &BTreeSet<Scheme>) -> String {
   - apiGroups: ["autoscaling"]
     resources: ["horizontalpodautoscalers"]
     verbs: ["get", "list", "watch", "create", "patch", "delete"]
-  - apiGroups: ["scheduling.volcano.sh", "scheduling.x-k8s.io"]
+  - apiGroups: ["scheduling.volcano.sh", "scheduling.x-k8s.io", "scheduling.k8s.io"]
     resources: ["podgroups"]
     verbs: ["get", "list", "watch", "create", "patch", "delete"]
   - apiGroups: ["scheduling.k8s.io"]

@@ -359,6 +359,7 @@ impl Resource {
             Self::PodGroups => &[
                 ("scheduling.volcano.sh", "podgroups"),
                 ("scheduling.x-k8s.io", "podgroups"),
+                ("scheduling.k8s.io", "podgroups"),
             ],
             Self::HorizontalPodAutoscalers => &[("autoscaling", "horizontalpodautoscalers")],
         }
