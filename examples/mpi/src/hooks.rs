@@ -132,6 +132,13 @@ impl Framework for V2beta1 {
         }
     }
 
+    /// mpi-operator gives the TTL to the launcher batch Job (`newLauncherJob`) and never deletes
+    /// the MPIJob.
+    fn deletes_job_after_ttl(&self, job: &MPIJob) -> bool {
+        let _ = job;
+        false
+    }
+
     /// The launcher runs in its batch Job.
     fn creates_pods(&self, job: &MPIJob, role: &str) -> bool {
         let _ = job;

@@ -10,13 +10,13 @@ mod ssh;
 use std::collections::BTreeMap;
 
 use kfop_runtime::k8s_openapi::api::batch::v1::Job;
-use kfop_runtime::k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
-use kfop_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kfop_runtime::k8s_openapi::api::core::v1::{ConfigMap, PodTemplateSpec, Secret, Service};
+use kfop_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kfop_runtime::kube::api::{ApiResource, DynamicObject};
 use kfop_runtime::kube::{Resource, ResourceExt};
 use kfop_runtime::labels::{JOB_NAME, OPERATOR_NAME, REPLICA_TYPE};
-use kfop_runtime::plan::{DesiredObject, SyncPolicy, owner_reference};
-use kfop_runtime::serde_json::{Value, json};
+use kfop_runtime::plan::{DesiredObject, SyncPolicy, find, owner_reference};
+use kfop_runtime::serde_json::{Map, Value, json};
 use kfop_runtime::{FrameworkError, JobContext, JobPhase, ObservedPod};
 
 pub use launcher::{
@@ -99,11 +99,20 @@ pub fn desired_objects(ctx: &JobContext<'_, MPIJob>) -> Result<Vec<DesiredObject
 
     let suspended = ctx.phase == JobPhase::Suspended;
     if launcher != Launcher::Missing {
-        // Only `suspend` follows the MPIJob: the rest of a Job's spec is immutable.
+        // Only `suspend` follows the MPIJob (the rest of a Job's spec is immutable), and on
+        // resume the scheduling fields Kueue may have set on the launcher's template.
         let (data, policy) = if done {
             (json!({}), SyncPolicy::CreateOnly)
         } else {
-            (json!({ "spec": { "suspend": suspended } }), SyncPolicy::Sync)
+            let mut data = json!({ "spec": { "suspend": suspended } });
+            let observed = find(&ctx.observed.objects, &batch_job, &launcher_name(&name));
+            if let Some(observed) = observed.filter(|o| !suspended && resumable(o))
+                && let Some(spec) = ctx.specs.get("Launcher")
+            {
+                let template = launcher::pod_template(job, spec, &ctx.observed.scheduling.scheduler)?;
+                data["spec"]["template"] = scheduling_directives(&template, observed)?;
+            }
+            (data, SyncPolicy::Sync)
         };
         objects.push(object(&batch_job, launcher_name(&name), data, policy));
     } else if !done && (suspended || may_start(extra.creation_policy(), workers, &worker_pods)) {
@@ -121,6 +130,49 @@ pub fn desired_objects(ctx: &JobContext<'_, MPIJob>) -> Result<Vec<DesiredObject
         ));
     }
     Ok(objects)
+}
+
+/// Whether the launcher Job may take new scheduling fields: suspended and never started (the
+/// API server refuses a template change otherwise).
+fn resumable(launcher: &DynamicObject) -> bool {
+    launcher.data["spec"]["suspend"] == true && launcher.data["status"]["startTime"].is_null()
+}
+
+/// The template fields a suspended Job's template may change (KEP-2926), as mpi-operator
+/// v0.8 syncs them to the launcher Job on resume (`syncLauncherSchedulingDirectives`): labels
+/// and annotations merged into the Job's, nodeSelector, tolerations and schedulingGates
+/// replaced.
+fn scheduling_directives(
+    desired: &PodTemplateSpec,
+    launcher: &DynamicObject,
+) -> Result<Value, FrameworkError> {
+    let desired = kfop_runtime::serde_json::to_value(desired)
+        .map_err(|e| FrameworkError::with_source("serializing the launcher template", e))?;
+    let (meta, spec) = (&desired["metadata"], &desired["spec"]);
+    // A merge patch merges maps: the keys only the Job's selector has are removed.
+    let mut selector: Map<String, Value> = launcher.data["spec"]["template"]["spec"]["nodeSelector"]
+        .as_object()
+        .into_iter()
+        .flat_map(|m| m.keys())
+        .map(|k| (k.clone(), Value::Null))
+        .collect();
+    if let Some(wanted) = spec["nodeSelector"].as_object() {
+        selector.extend(wanted.clone());
+    }
+    let mut metadata = Map::new();
+    for field in ["labels", "annotations"] {
+        if meta[field].is_object() {
+            metadata.insert(field.to_owned(), meta[field].clone());
+        }
+    }
+    Ok(json!({
+        "metadata": metadata,
+        "spec": {
+            "nodeSelector": if selector.is_empty() { Value::Null } else { Value::Object(selector) },
+            "tolerations": spec["tolerations"],
+            "schedulingGates": spec["schedulingGates"],
+        },
+    }))
 }
 
 /// An object `job` owns, with mpi-operator's `app` label and Kubeflow's, so kfop's
@@ -142,7 +194,7 @@ pub fn owned_object(
         name: Some(name),
         namespace: job.namespace(),
         labels: Some(labels),
-        owner_references: Some(vec![owner_reference(job, &())]),
+        owner_references: Some(vec![job_owner(job)]),
         ..ObjectMeta::default()
     };
     DesiredObject::new(
@@ -154,6 +206,16 @@ pub fn owned_object(
         },
         policy,
     )
+}
+
+/// The controller owner reference of `job`'s children, naming the job at the version it was
+/// created in (training-operator's children name a v1 job `kubeflow.org/v1`).
+pub fn job_owner(job: &MPIJob) -> OwnerReference {
+    let mut owner = owner_reference(job, &());
+    if crate::v1::created_as_v1(job) {
+        owner.api_version = crate::v1::api_version();
+    }
+    owner
 }
 
 /// The kinds a job created as v2beta1 owns: its one Service, the hostfile ConfigMap, the SSH

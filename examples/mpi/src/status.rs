@@ -3,7 +3,8 @@
 use kfop_runtime::k8s_openapi::api::batch::v1::Job;
 use kfop_runtime::kube::ResourceExt;
 use kfop_runtime::kube::api::{ApiResource, DynamicObject};
-use kfop_runtime::plan::{EventType, StatusUpdate, find};
+use kfop_runtime::labels::REPLICA_TYPE;
+use kfop_runtime::plan::{EventType, Observed, StatusUpdate, find};
 
 use crate::api::MPIJob;
 
@@ -91,11 +92,30 @@ pub fn update_status(job: &MPIJob, update: &mut StatusUpdate<'_>) {
         }
         Launcher::Running { ready, failed } => update.set_replica_counts("Launcher", ready, 0, failed),
     }
+    // An evicted worker fails the job, without completion time: mpi-operator replaces no worker
+    // and leaves the launcher Job running (`updateMPIJobStatus`).
+    let evicted = evicted_workers(update.observed());
+    if evicted > 0 {
+        let workers = update.role("Worker").map_or(0, |w| w.replicas);
+        update.set_failed_because("Evicted", format!("{evicted}/{workers} workers are evicted"));
+        return;
+    }
     let launcher_running = matches!(launcher, Launcher::Running { ready, .. } if ready >= 1);
     let workers_running = update.role("Worker").is_none_or(|w| w.active == w.replicas);
     if launcher_running && workers_running && update.set_running(format!("MPIJob {id} is running.")) {
         update.announce(EventType::Normal, "Running", format!("MPIJob {id} is running"));
     }
+}
+
+/// Worker pods the kubelet evicted (phase Failed, reason Evicted).
+fn evicted_workers(observed: &Observed) -> usize {
+    observed
+        .pods
+        .iter()
+        .filter(|p| p.labels().get(REPLICA_TYPE).map(String::as_str) == Some("worker"))
+        .filter_map(|p| p.status.as_ref())
+        .filter(|s| s.phase.as_deref() == Some("Failed") && s.reason.as_deref() == Some("Evicted"))
+        .count()
 }
 
 #[cfg(test)]

@@ -562,3 +562,247 @@ fn a_finished_job_recreates_no_owned_object() {
         finished.create_objects
     );
 }
+
+mod planned {
+    //! Plans of one pass (no plane): what mpi-operator v0.6.0 does with a TTL, an evicted
+    //! worker, a resumed launcher Job and the owner references of a job created as v1.
+    use std::sync::Arc;
+
+    use kfop_runtime::k8s_openapi::api::batch::v1::Job;
+    use kfop_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use kfop_runtime::kube::api::{ApiResource, DynamicObject};
+    use kfop_runtime::plan::{EventType, Observed, ObservedPod, Plan, plan};
+    use serde_json::{Value, json};
+
+    use super::{MPIJob, mpi_job};
+
+    fn now() -> Time {
+        Time(kfop_runtime::k8s_openapi::jiff::Timestamp::from_second(1_700_000_100).unwrap())
+    }
+
+    fn job(extra: Value, annotations: Value, status: Value) -> MPIJob {
+        let mut job = mpi_job("j", 2, extra);
+        job.metadata.namespace = Some("ns".to_owned());
+        job.metadata.uid = Some("uid-j".to_owned());
+        job.metadata.annotations = serde_json::from_value(annotations).unwrap();
+        job.status = serde_json::from_value(status).unwrap();
+        job
+    }
+
+    fn planned(job: &MPIJob, observed: &Observed) -> Plan {
+        plan(
+            &mpi_operator::framework(Default::default()).unwrap(),
+            job,
+            observed,
+            &now(),
+        )
+        .unwrap()
+    }
+
+    fn succeeded_long_ago() -> Value {
+        json!({
+            "conditions": [
+                {"type": "Created", "status": "True", "reason": "MPIJobCreated", "message": ""},
+                {"type": "Succeeded", "status": "True", "reason": "MPIJobSucceeded", "message": ""}],
+            "startTime": "2023-11-14T22:10:00Z",
+            "completionTime": "2023-11-14T22:13:20Z",
+        })
+    }
+
+    fn launcher_job(spec: Value, status: Value) -> Arc<DynamicObject> {
+        let resource = ApiResource::erase::<Job>(&());
+        Arc::new(DynamicObject::new("j-launcher", &resource).data(json!({ "spec": spec, "status": status })))
+    }
+
+    fn worker(index: i32, phase: &str, reason: Option<&str>) -> Arc<ObservedPod> {
+        let pod = serde_json::from_value(json!({
+            "metadata": {
+                "name": format!("j-worker-{index}"), "namespace": "ns",
+                "labels": {
+                    "training.kubeflow.org/job-name": "j",
+                    "training.kubeflow.org/operator-name": "mpi-operator",
+                    "training.kubeflow.org/replica-type": "worker",
+                    "training.kubeflow.org/replica-index": index.to_string(),
+                },
+            },
+            "spec": { "containers": [{ "name": "worker", "image": "i" }] },
+            "status": { "phase": phase, "reason": reason },
+        }))
+        .unwrap();
+        Arc::new(ObservedPod::from(
+            serde_json::from_value::<kfop_runtime::k8s_openapi::api::core::v1::Pod>(pod).unwrap(),
+        ))
+    }
+
+    /// mpi-operator copies runPolicy.ttlSecondsAfterFinished to the launcher Job
+    /// (`newLauncherJob`) and never deletes the MPIJob; training-operator (a job created as v1)
+    /// deletes it.
+    #[test]
+    fn the_ttl_is_the_launcher_jobs() {
+        let ttl = json!({ "runPolicy": { "ttlSecondsAfterFinished": 5 } });
+        let fresh = planned(&job(ttl.clone(), json!({}), Value::Null), &Observed::default());
+        let launcher = fresh
+            .create_objects
+            .iter()
+            .find(|o| o.resource.kind == "Job")
+            .expect("the launcher Job is created");
+        assert_eq!(launcher.object.data["spec"]["ttlSecondsAfterFinished"], 5);
+
+        let expired = planned(
+            &job(ttl.clone(), json!({}), succeeded_long_ago()),
+            &Observed::default(),
+        );
+        assert!(!expired.delete_job, "the MPIJob stays");
+        assert_eq!(expired.requeue_after, None, "no TTL to wait for");
+
+        let v1 = job(ttl, json!({ "kfop.dev/created-as": "v1" }), succeeded_long_ago());
+        assert!(planned(&v1, &Observed::default()).delete_job);
+    }
+
+    /// An evicted worker fails the job with `MPIJobEvicted`, without completion time, and is
+    /// not replaced (mpi-operator's `updateMPIJobStatus`).
+    #[test]
+    fn an_evicted_worker_fails_the_job() {
+        let running = json!({
+            "conditions": [
+                {"type": "Created", "status": "True", "reason": "MPIJobCreated", "message": ""},
+                {"type": "Running", "status": "True", "reason": "MPIJobRunning", "message": ""}],
+            "startTime": "2023-11-14T22:10:00Z",
+        });
+        let observed = Observed {
+            pods: vec![worker(0, "Running", None), worker(1, "Failed", Some("Evicted"))],
+            objects: vec![launcher_job(json!({}), json!({ "ready": 1, "active": 1 }))],
+            ..Observed::default()
+        };
+        let p = planned(&job(json!({}), json!({}), running.clone()), &observed);
+        let status = p.status.expect("the status changes");
+        let condition = |type_: &str| {
+            status
+                .conditions
+                .iter()
+                .find(|c| format!("{:?}", c.type_) == type_)
+                .unwrap()
+                .clone()
+        };
+        let failed = condition("Failed");
+        assert_eq!(
+            (failed.reason.as_str(), failed.message.as_str()),
+            ("MPIJobEvicted", "1/2 workers are evicted")
+        );
+        assert_eq!(format!("{:?}", condition("Running").status), "False");
+        assert!(status.completion_time.is_none());
+        assert_eq!(status.replica_statuses["Worker"].failed, 1);
+        assert_eq!(status.replica_statuses["Worker"].active, 1);
+        assert!(
+            p.create_pods.is_empty() && p.delete_pods.is_empty(),
+            "no worker replaced"
+        );
+        assert!(
+            p.events.iter().any(|e| e.type_ == EventType::Warning
+                && e.reason == "MPIJobEvicted"
+                && e.message == "1/2 workers are evicted"),
+            "{:?}",
+            p.events
+        );
+
+        // A worker that failed otherwise changes nothing (restartPolicy Never: no restart).
+        let observed = Observed {
+            pods: vec![worker(0, "Running", None), worker(1, "Failed", None)],
+            ..observed
+        };
+        let p = planned(&job(json!({}), json!({}), running), &observed);
+        assert!(
+            p.status
+                .is_none_or(|s| !s.is(kfop_runtime::api::JobConditionType::Failed))
+        );
+    }
+
+    /// On resume, the scheduling fields Kueue set on the launcher's template reach the
+    /// suspended launcher Job with its unsuspension; a launcher Job that ran before (its
+    /// template immutable) is only unsuspended.
+    #[test]
+    fn resume_syncs_the_launchers_scheduling_fields() {
+        let launcher = json!({ "mpiReplicaSpecs": { "Launcher": { "template": {
+            "metadata": { "labels": { "kueue.x-k8s.io/podset": "launcher" },
+                          "annotations": { "kueue.x-k8s.io/workload": "w" } },
+            "spec": {
+                "nodeSelector": { "flavor": "a" },
+                "tolerations": [{ "key": "t", "operator": "Exists" }],
+                "schedulingGates": [{ "name": "g" }],
+            },
+        }}}});
+        let suspended_job = json!({
+            "template": {
+                "metadata": { "labels": { "batch.kubernetes.io/job-name": "j-launcher" } },
+                "spec": { "nodeSelector": { "old": "x" } },
+            },
+            "suspend": true,
+        });
+        let status = json!({
+            "conditions": [
+                {"type": "Created", "status": "True", "reason": "MPIJobCreated", "message": ""},
+                {"type": "Suspended", "status": "True", "reason": "MPIJobSuspended", "message": ""}],
+        });
+        let patch_of = |launcher_status: Value| {
+            let observed = Observed {
+                objects: vec![launcher_job(suspended_job.clone(), launcher_status)],
+                ..Observed::default()
+            };
+            let p = planned(&job(launcher.clone(), json!({}), status.clone()), &observed);
+            p.patch_objects
+                .into_iter()
+                .find(|o| o.resource.kind == "Job")
+                .expect("the launcher Job is patched")
+                .object
+                .data
+        };
+        let patch = patch_of(json!({}));
+        let spec = &patch["spec"];
+        assert_eq!(spec["suspend"], false);
+        let template = &spec["template"];
+        assert_eq!(
+            template["metadata"]["labels"]["kueue.x-k8s.io/podset"],
+            "launcher"
+        );
+        assert_eq!(
+            template["metadata"]["annotations"]["kueue.x-k8s.io/workload"],
+            "w"
+        );
+        assert_eq!(
+            template["spec"]["nodeSelector"],
+            json!({ "flavor": "a", "old": null }),
+            "replaced, not merged"
+        );
+        assert_eq!(template["spec"]["tolerations"][0]["key"], "t");
+        assert_eq!(template["spec"]["schedulingGates"], json!([{ "name": "g" }]));
+
+        let started = patch_of(json!({ "startTime": "2023-11-14T22:10:00Z" }));
+        assert_eq!(started, json!({ "spec": { "suspend": false } }));
+    }
+
+    /// training-operator's children name a job created as v1 `kubeflow.org/v1`; mpi-operator's
+    /// name a v2beta1 job `kubeflow.org/v2beta1`.
+    #[test]
+    fn owner_references_name_the_version_the_job_was_created_in() {
+        for (annotations, version) in [
+            (json!({ "kfop.dev/created-as": "v1" }), "kubeflow.org/v1"),
+            (json!({}), "kubeflow.org/v2beta1"),
+        ] {
+            let p = planned(&job(json!({}), annotations, Value::Null), &Observed::default());
+            let pods = p.create_pods.iter().map(|p| &p.metadata.owner_references);
+            let objects = p
+                .create_objects
+                .iter()
+                .map(|o| &o.object.metadata.owner_references);
+            let owners: Vec<_> = pods.chain(objects).collect();
+            assert!(!owners.is_empty());
+            for owner in owners {
+                let owner = &owner.as_ref().unwrap()[0];
+                assert_eq!(
+                    (owner.api_version.as_str(), owner.uid.as_str()),
+                    (version, "uid-j")
+                );
+            }
+        }
+    }
+}

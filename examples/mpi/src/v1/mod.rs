@@ -73,6 +73,12 @@ impl Framework for V1 {
         (role == "Launcher").then_some(RestartPolicy::Never)
     }
 
+    /// training-operator's owner references name the job `kubeflow.org/v1`.
+    fn owner_api_version(&self, job: &StoredMPIJob) -> Option<String> {
+        let _ = job;
+        Some(api_version())
+    }
+
     /// training-operator names its one launcher pod `<job>-launcher`.
     fn pod_name(&self, job: &StoredMPIJob, role: &str, index: i32) -> String {
         crate::hooks::launcher_or_child(job, role, index)
@@ -84,6 +90,11 @@ impl Framework for V1 {
     ) -> Result<Vec<DesiredObject>, FrameworkError> {
         objects::desired_objects(ctx)
     }
+}
+
+/// `kubeflow.org/v1`.
+pub fn api_version() -> String {
+    format!("{}/{}", convert::GROUP, convert::V1)
 }
 
 /// Whether `job` was created as `kubeflow.org/v1`, as the conversion webhook recorded it.

@@ -244,6 +244,20 @@ impl<'a> StatusUpdate<'a> {
         }
     }
 
+    /// `Failed=True` with reason `<Kind><base>` and, on the transition, a Warning event of that
+    /// reason; no completion time and no metric. mpi-operator's verdict on evicted workers
+    /// (`MPIJobEvicted`), which leaves its launcher Job running.
+    pub fn set_failed_because(&mut self, base: &str, message: String) {
+        if self.condition(
+            JobConditionType::Failed,
+            ConditionStatus::True,
+            base,
+            message.clone(),
+        ) {
+            self.event(EventType::Warning, base, message);
+        }
+    }
+
     /// `Restarting=True` with the restart metric on the transition, and a Warning event on every
     /// call: Kubeflow's status functions record it whenever they see a role restarting, also
     /// when the engine set the condition already in the same pass.
