@@ -171,17 +171,20 @@ async fn a_framework_lives_through_apply_change_refusal_and_delete() {
     let gang: GangScheduler = "scheduler-plugins".parse().unwrap();
     let groups: Api<DynamicObject> =
         Api::namespaced_with(ns.client(), ns.name(), &gang.pod_group_api_resource().unwrap());
-    let operator = Operator::start_with(
-        ns.client(),
-        ns.name(),
-        move |c| c.gang = gang,
-        |m| {
-            kfop_operator::load_frameworks(
-                kfop_operator::register(m, &BTreeSet::new(), &Default::default()).unwrap(),
-                true,
-            )
-        },
-    );
+    let start = |gang: GangScheduler| {
+        Operator::start_with(
+            ns.client(),
+            ns.name(),
+            move |c| c.gang = gang,
+            |m| {
+                kfop_operator::load_frameworks(
+                    kfop_operator::register(m, &BTreeSet::new(), &Default::default()).unwrap(),
+                    true,
+                )
+            },
+        )
+    };
+    let mut operator = start(gang.clone());
     let frameworks: Api<Framework> = Api::all(ns.client());
     let crds: Api<CustomResourceDefinition> = Api::all(ns.client());
     lap("plane and operator");
@@ -351,6 +354,28 @@ async fn a_framework_lives_through_apply_change_refusal_and_delete() {
     );
     lap("invalid change");
 
+    // A restart while the current generation is refused: the new operator runs the generation
+    // last served (recorded on the Framework), not nothing.
+    operator.stop().await;
+    operator = start(gang.clone());
+    assert_eq!(
+        coordinator_of_new_job(&ns, &jobs, "three-after-restart").await,
+        "three-after-restart-worker-0:7777",
+        "after a restart the last served generation runs"
+    );
+    // The status is written once the recorded generation serves: poll briefly for it.
+    let mut ready = String::new();
+    for _ in 0..50 {
+        let status = frameworks.get_status("rtjax").await.unwrap().status.unwrap();
+        ready = reason(&status, "Ready").to_owned();
+        if ready == "PreviousGeneration" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(ready, "PreviousGeneration");
+    lap("restart while refused");
+
     // Delete: the controller stops; the CRD and the jobs stay. The loader handles Frameworks in
     // the order the watch delivers them, so once a Framework applied after the delete is judged,
     // the delete has been handled. That one is annotated: deleting it removes its CRD.
@@ -393,7 +418,7 @@ async fn a_framework_lives_through_apply_change_refusal_and_delete() {
         .iter()
         .map(ResourceExt::name_any)
         .collect();
-    assert_eq!(names, ["four", "one", "three", "two"]);
+    assert_eq!(names, ["four", "one", "three", "three-after-restart", "two"]);
     lap("delete");
 
     frameworks

@@ -444,7 +444,7 @@ fn rules(enabled: &BTreeSet<Scheme>) -> String {
     verbs: ["get", "create", "update", "patch"]
   - apiGroups: ["kfop.dev"]
     resources: ["frameworks"]
-    verbs: ["get", "list", "watch"]
+    verbs: ["get", "list", "watch", "patch"]
   - apiGroups: ["kfop.dev"]
     resources: ["frameworks/status"]
     verbs: ["update", "patch"]

@@ -35,6 +35,9 @@ pub struct LoaderConfig {
 /// How long a freshly applied CRD may take to be served.
 const ESTABLISH_TIMEOUT: Duration = Duration::from_secs(30);
 const FIELD_MANAGER: &str = "kfop-frameworks";
+/// The last generation a Framework was served as, `{"generation": N, "spec": {...}}`: what a
+/// restarted operator runs while the Framework's current generation is refused.
+pub const SERVED_ANNOTATION: &str = "kfop.dev/served-spec";
 /// How often the loader looks for the Framework CRD while it is missing.
 const CRD_RETRY: Duration = Duration::from_secs(10);
 
@@ -165,8 +168,14 @@ impl Loader {
                 .serve(&name, generation, &model, runtime)
                 .await
                 .map(|message| (message, warnings)),
-            Err(refusal) => Err(refusal),
+            Err(refusal) => {
+                self.serve_recorded(framework).await;
+                Err(refusal)
+            }
         };
+        if outcome.is_ok() {
+            self.record_served(framework).await;
+        }
         let conditions = match outcome {
             Ok((message, warnings)) => {
                 tracing::info!(%message, "framework ready");
@@ -264,6 +273,58 @@ impl Loader {
             ));
         }
         Ok((model, warnings, runtime))
+    }
+
+    /// Records the spec now served on the Framework, for [`Self::serve_recorded`] after a restart.
+    async fn record_served(&self, framework: &Framework) {
+        let served = json!({ "generation": framework.metadata.generation, "spec": framework.spec.fields });
+        let patch = json!({ "metadata": { "annotations": { SERVED_ANNOTATION: served.to_string() } } });
+        if let Err(e) = self
+            .frameworks
+            .patch(
+                &framework.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+        {
+            tracing::warn!(error = %e, "could not record the served generation");
+        }
+    }
+
+    /// A refused generation of a Framework no controller runs for (the operator restarted since
+    /// the last one it served): runs the generation recorded as served, so a bad edit stops no
+    /// kind that was running.
+    async fn serve_recorded(&mut self, framework: &Framework) {
+        let name = framework.name_any();
+        if self.loaded.get(&name).is_some_and(|l| !l.running.is_finished()) {
+            return;
+        }
+        let Some(recorded) = framework.annotations().get(SERVED_ANNOTATION) else {
+            return;
+        };
+        let Ok(recorded) = serde_json::from_str::<serde_json::Value>(recorded) else {
+            return;
+        };
+        let mut previous = framework.clone();
+        previous.metadata.generation = recorded["generation"].as_i64();
+        match recorded["spec"].as_object() {
+            Some(fields) => previous.spec.fields = fields.clone(),
+            None => return,
+        }
+        match self.check(&previous) {
+            Ok((model, _, runtime)) => {
+                if let Err(refusal) = self
+                    .serve(&name, previous.metadata.generation, &model, runtime)
+                    .await
+                {
+                    tracing::warn!(message = %refusal.message, "could not serve the recorded generation");
+                }
+            }
+            Err(refusal) => {
+                tracing::warn!(message = %refusal.message, "the recorded generation is refused too")
+            }
+        }
     }
 
     /// Installs the CRD, waits until it is served, and (re)starts the controller.

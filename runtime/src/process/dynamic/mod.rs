@@ -10,7 +10,7 @@ mod resource;
 pub use crd::{FRAMEWORK_LABEL, crd};
 pub use framework::{NoCode, RuntimeLoadError, load};
 pub use job::{JobKind, RuntimeJob, RuntimeJobSpec};
-pub use loader::{LoaderConfig, run as run_loader};
+pub use loader::{LoaderConfig, SERVED_ANNOTATION, run as run_loader};
 pub use resource::{Framework, FrameworkCondition, FrameworkSpec, FrameworkStatus, REMOVE_CRD_ANNOTATION};
 
 /// Why the Framework loader stopped.
