@@ -2,8 +2,11 @@
 //! Gang scheduling against a real control plane with the upstream-shaped PodGroup CRDs: the
 //! PodGroup per scheduler, pods held until Volcano admits the group, Kubeflow's gang e2e case
 //! (minAvailable larger than the job keeps it Created; lowering it lets it run and succeed), and
-//! the PodGroup removed on suspend and on success. The tests play Volcano's admission; the
-//! local kube-scheduler answers to the gang schedulers' names so admitted pods run.
+//! the PodGroup removed on suspend and on success. No Volcano or scheduler-plugins runs here: the
+//! tests play Volcano's admission (hence the `played_` names), and the local kube-scheduler
+//! answers to the gang schedulers' names so admitted pods run, one by one. Kubernetes' native
+//! gang scheduling is judged by the real kube-scheduler in
+//! `examples/all-in-one/tests/native_gang.rs`.
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Pod, Service};
@@ -133,7 +136,7 @@ impl Fixture {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn volcano_pod_group_holds_pods_until_admitted() {
+async fn played_volcano_holds_pods_until_admitted() {
     let f = fixture("gang-volcano", GangScheduler::Volcano).await;
     let policy = SchedulingPolicy {
         queue: Some("research".to_owned()),
@@ -204,7 +207,7 @@ async fn volcano_pod_group_holds_pods_until_admitted() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn scheduler_plugins_pod_group_does_not_hold_pods() {
+async fn played_scheduler_plugins_pod_group_does_not_hold_pods() {
     let f = fixture("gang-plugins", "scheduler-plugins".parse().unwrap()).await;
     let policy = SchedulingPolicy {
         min_available: Some(2),
@@ -236,7 +239,7 @@ async fn scheduler_plugins_pod_group_does_not_hold_pods() {
 /// Kubeflow's SDK gang e2e case, with the test admitting a PodGroup only when the cluster can
 /// hold its minMember pods (here: at most the job's 3).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn min_available_too_large_keeps_the_job_created() {
+async fn played_volcano_min_available_too_large_keeps_the_job_created() {
     let f = fixture("gang-e2e", GangScheduler::Volcano).await;
     let policy = SchedulingPolicy {
         min_available: Some(10),

@@ -267,16 +267,18 @@ impl Manager {
         let (pod_store, pod_writer) = reflector::store::<CachedPod>();
         let (service_store, service_writer) = reflector::store::<CachedService>();
         let (pods, services) = (Children::new(pod_store, ()), Children::new(service_store, ()));
-        // Under gang scheduling every job owns a PodGroup, and minResources weighs roles by
-        // their PriorityClass.
+        // Under gang scheduling every job owns a PodGroup, and minResources (Volcano's and
+        // scheduler-plugins'; a native PodGroup has none) weighs roles by their PriorityClass.
         let gang_kind = self.config.controller.gang.pod_group_api_resource();
+        let weighs_priorities = gang_kind.is_some()
+            && !matches!(self.config.controller.gang, crate::gang::GangScheduler::Native { .. });
         let mut frameworks = self.frameworks;
         if let Some(kind) = &gang_kind {
             for registered in &mut frameworks {
                 registered.kinds.push(kind.clone());
             }
         }
-        let (priority_classes, priority_class_watch) = if gang_kind.is_some() {
+        let (priority_classes, priority_class_watch) = if weighs_priorities {
             let (store, writer) = reflector::store::<PriorityClass>();
             let watch = watcher(
                 Api::<PriorityClass>::all(self.client.clone()),
