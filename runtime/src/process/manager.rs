@@ -271,7 +271,10 @@ impl Manager {
         // scheduler-plugins'; a native PodGroup has none) weighs roles by their PriorityClass.
         let gang_kind = self.config.controller.gang.pod_group_api_resource();
         let weighs_priorities = gang_kind.is_some()
-            && !matches!(self.config.controller.gang, crate::gang::GangScheduler::Native { .. });
+            && !matches!(
+                self.config.controller.gang,
+                crate::gang::GangScheduler::Native { .. }
+            );
         let mut frameworks = self.frameworks;
         if let Some(kind) = &gang_kind {
             for registered in &mut frameworks {
