@@ -223,6 +223,9 @@ pub enum Step {
     Exit(Exit),
     /// The kubelet restarted a running pod's containers in place this often.
     RestartCount(RestartCount),
+    /// The kubelet evicts the running pods whose name after `<job>-` matches one of `pods`
+    /// (globs): their phase becomes Failed with reason Evicted.
+    Evict(Evict),
     Suspend,
     Resume,
     /// Let time pass (deadlines, TTLs).
@@ -247,6 +250,12 @@ pub struct Exit {
     pub code: i32,
     #[serde(default)]
     pub restarts: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Evict {
+    pub pods: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -277,6 +286,7 @@ impl fmt::Display for Step {
                 e.restarts
             ),
             Self::RestartCount(r) => write!(f, "restart-count {} {}", r.pod, r.count),
+            Self::Evict(e) => write!(f, "evict {}", e.pods.join(",")),
             Self::Suspend => f.write_str("suspend"),
             Self::Resume => f.write_str("resume"),
             Self::Wait(w) => write!(f, "wait {}s", w.seconds),

@@ -135,6 +135,7 @@ impl Side {
         match step {
             Step::Settle | Step::Running | Step::Finished => Ok(Vec::new()),
             Step::Exit(exit) => self.exit(case, exit).await,
+            Step::Evict(evict) => self.evict(case, &evict.pods).await,
             Step::RestartCount(r) => {
                 let name = format!("{}-{}", case.name, r.pod);
                 match self.running_pod(&name).await? {
@@ -272,6 +273,57 @@ impl Side {
             }
         }
         Ok(notes)
+    }
+
+    /// Evicts the targeted running pods as the kubelet's eviction manager does: phase Failed,
+    /// reason Evicted, every container terminated with exit code 137.
+    async fn evict(&self, case: &Case, patterns: &[String]) -> Result<Vec<String>> {
+        let api = self.pods();
+        let prefix = format!("{}-", case.name);
+        let by_job = ListParams::default().labels(&format!("training.kubeflow.org/job-name={}", case.name));
+        let pods = api
+            .list(&by_job)
+            .await
+            .map_err(Error::kube(format!("listing pods of {}", case.name)))?
+            .items;
+        let mut evicted = 0;
+        for pod in pods {
+            let name = pod.name_any();
+            if pods::phase(&pod) != "Running"
+                || !targets(patterns, name.strip_prefix(&prefix).unwrap_or(&name))
+            {
+                continue;
+            }
+            let containers: Vec<Value> = pod
+                .status
+                .as_ref()
+                .and_then(|s| s.container_statuses.as_ref())
+                .into_iter()
+                .flatten()
+                .map(|c| {
+                    json!({
+                        "name": c.name, "image": c.image, "imageID": c.image_id, "ready": false,
+                        "restartCount": c.restart_count,
+                        "state": { "terminated": { "exitCode": 137, "reason": "Error" } },
+                    })
+                })
+                .collect();
+            let status = json!({ "status": {
+                "phase": "Failed",
+                "reason": "Evicted",
+                "message": "The node was low on resource: memory.",
+                "containerStatuses": containers,
+            }});
+            api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
+                .await
+                .map_err(Error::kube(format!("evicting pod {name}")))?;
+            evicted += 1;
+        }
+        Ok(if evicted == 0 {
+            vec![format!("no running pod matched {patterns:?}")]
+        } else {
+            Vec::new()
+        })
     }
 
     /// Sets the phase of the job's Volcano PodGroup to Inqueue, as Volcano's scheduler does

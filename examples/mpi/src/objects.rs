@@ -35,8 +35,8 @@ pub fn desired_objects(ctx: &JobContext<'_, MPIJob>) -> Result<Vec<DesiredObject
     let (name, namespace) = (job.name_any(), job.namespace().unwrap_or_default());
     let extra = &job.spec.extra;
     let launcher = launcher_state(&name, &ctx.observed.objects);
-    let done = matches!(launcher, Launcher::Complete { .. } | Launcher::Failed { .. })
-        || ctx.phase == JobPhase::Finished;
+    let launcher_done = matches!(launcher, Launcher::Complete { .. } | Launcher::Failed { .. });
+    let done = launcher_done || ctx.phase == JobPhase::Finished;
     let object = |kind: &ApiResource, object_name: String, data: Value, policy: SyncPolicy| {
         owned_object(job, kind, object_name, data, policy)
     };
@@ -84,8 +84,10 @@ pub fn desired_objects(ctx: &JobContext<'_, MPIJob>) -> Result<Vec<DesiredObject
         ),
         DISCOVER_HOSTS: hostfile::discover_hosts(&name, &namespace, &running, extra.launcher_as_worker()),
     });
-    // A finished job's files stay as they were.
-    let files_policy = if done {
+    // A finished job's files stay as they were, but for one failed without completion time (an
+    // evicted worker) whose launcher runs on: mpi-operator syncs it until either.
+    let completed = job.status.as_ref().is_some_and(|s| s.completion_time.is_some());
+    let files_policy = if launcher_done || (ctx.phase == JobPhase::Finished && completed) {
         SyncPolicy::CreateOnly
     } else {
         SyncPolicy::Sync
