@@ -921,3 +921,54 @@ fn work_names_what_a_plan_would_change() {
     assert!(plan.has_work());
     assert_eq!(plan.work(), "2 pod creates, 1 status change");
 }
+
+#[test]
+fn native_gang_creates_its_pod_group_then_pods_naming_it_and_deletes_it_when_finished() {
+    let native = crate::gang::GangScheduler::native();
+    let kind = crate::gang::native_api_resource();
+    let mut j = mw(2, None);
+    let mut observed = Observed {
+        scheduling: Scheduling {
+            scheduler: native.clone(),
+            ..Scheduling::default()
+        },
+        ..Observed::default()
+    };
+    // The group first: no pod before the cache shows it.
+    let p = step(&mut j, &observed, 0);
+    assert!(p.create_pods.is_empty());
+    let [group] = p.create_objects.as_slice() else {
+        panic!("{:?}", p.create_objects);
+    };
+    assert_eq!(group.resource, kind);
+    assert_eq!(
+        group.object.data["spec"],
+        json!({"schedulingPolicy": {"gang": {"minCount": 3}}})
+    );
+
+    // Then every pod, each naming it, sent to kube-scheduler.
+    let mut cached = group.object.clone();
+    cached.metadata.uid = Some("uid-pg".to_owned());
+    observed.objects = vec![Arc::new(cached)];
+    let p = step(&mut j, &observed, 1);
+    assert_eq!(
+        names(&p.create_pods),
+        ["tj-master-0", "tj-worker-0", "tj-worker-1"]
+    );
+    for pod in &p.create_pods {
+        let spec = serde_json::to_value(pod.spec.as_ref().unwrap()).unwrap();
+        assert_eq!(spec["schedulingGroup"], json!({"podGroupName": "tj"}));
+        assert_eq!(spec["schedulerName"], "default-scheduler");
+    }
+    assert!(p.create_objects.is_empty() && p.patch_objects.is_empty());
+
+    // A finished job's group is deleted.
+    let mut done = all_children(&j, 2, "Succeeded");
+    done.scheduling = observed.scheduling.clone();
+    done.objects = observed.objects.clone();
+    let _ = step(&mut j, &done, 2);
+    let p = step(&mut j, &done, 3);
+    assert!(j.status.as_ref().unwrap().is(C::Succeeded));
+    assert_eq!(p.delete_objects.len(), 1, "{:?}", p.delete_objects);
+    assert_eq!(p.delete_objects[0].resource, kind);
+}
