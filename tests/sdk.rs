@@ -101,9 +101,10 @@ async fn conversion_webhook(env: &'static TestEnv) {
 }
 
 /// The all-in-one operator (every kind, with `gang` scheduling) on `ns`, and kwok playing the
-/// kubelet there: each running pod "trains" for a moment, then ends with exit code 0. Under a
-/// gang scheduler the test plays Volcano too: it admits a PodGroup once its job has at least
-/// minMember replicas (the kwok nodes hold any job).
+/// kubelet there: each running pod "trains" for a moment, then ends with exit code 0. Under
+/// Volcano the test plays Volcano too: it admits a PodGroup once its job has at least minMember
+/// replicas (the kwok nodes hold any job). Under native gang scheduling nothing is played: the
+/// plane's kube-scheduler holds and binds the gangs.
 async fn operator_and_kubelet(
     env: &'static TestEnv,
     ns: &TestNamespace,
@@ -114,7 +115,9 @@ async fn operator_and_kubelet(
     crds.extend(kfop_testenv::crds::pod_groups().unwrap());
     env.install_crds(crds).await.unwrap();
     conversion_webhook(env).await;
-    let groups = gang.pod_group_api_resource();
+    let groups = gang
+        .pod_group_api_resource()
+        .filter(|_| !matches!(gang, GangScheduler::Native { .. }));
     let operator = Operator::start_with(
         ns.client(),
         ns.name(),
@@ -226,9 +229,14 @@ async fn kubeflow_python_sdk_drives_pytorch_and_tf_jobs() {
 /// Paddle, MXNet, MPIJob) with SDK 1.8.1 and of the v1.9.0 module (PyTorch incl. managedBy, TF,
 /// XGBoost, Paddle, JAX, MPIJob) with SDK 1.9.0, unchanged (MPIJob in the SDK's v1, through the
 /// conversion webhook): without gang scheduling
-/// (the suites skip their gang cases then) and under Volcano (the gang cases: a job whose
-/// minAvailable exceeds its replicas stays Created, then succeeds once updated). Only pod logs
-/// are stubbed (`sdk/kubelet_logs_stub.py`).
+/// (the suites skip their gang cases then), under Volcano as the test plays it (the gang cases:
+/// a job whose minAvailable exceeds its replicas stays Created, then succeeds once updated; the
+/// suites skip their plain cases then), and under Kubernetes' native gang scheduling judged by
+/// the plane's kube-scheduler (`GANG_SCHEDULER_NAME=default-scheduler`: a name the suites count
+/// neither as no gang scheduler nor as one of theirs, so their gang cases run with pods left to
+/// the default scheduler; `-k with_gang_scheduling` leaves out the plain cases, which the
+/// first lane runs, so this lane takes no longer than Volcano's). Only pod logs are stubbed
+/// (`sdk/kubelet_logs_stub.py`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubeflow_sdk_e2e_suites_pass_unchanged() {
     let env = TestEnv::shared().unwrap();
@@ -245,7 +253,11 @@ async fn kubeflow_sdk_e2e_suites_pass_unchanged() {
                 "mxjob",
                 "mpijob",
             ],
-            ("8 passed, 6 skipped", "6 passed, 8 skipped"),
+            (
+                "8 passed, 6 skipped",
+                "6 passed, 8 skipped",
+                "6 passed, 8 deselected",
+            ),
         ),
         (
             Sdk::V1_9_0,
@@ -258,21 +270,31 @@ async fn kubeflow_sdk_e2e_suites_pass_unchanged() {
                 "jaxjob",
                 "mpijob",
             ],
-            ("9 passed, 6 skipped", "6 passed, 9 skipped"),
+            (
+                "9 passed, 6 skipped",
+                "6 passed, 9 skipped",
+                "6 passed, 9 deselected",
+            ),
         ),
     ];
-    // The suites mostly wait (the SDK polls every 15 s), so the four runs go at once, each on its
+    // The suites mostly wait (the SDK polls every 15 s), so the six runs go at once, each on its
     // own namespace with its own operator.
     let mut runs = Vec::new();
-    for (sdk_release, peer, kinds, (plain, gang)) in releases {
+    for (sdk_release, peer, kinds, (plain, gang, native)) in releases {
         let module = tokio::task::spawn_blocking(move || PeerBuild::locate_or_build(peer)?.module_source())
             .await
             .unwrap()
             .unwrap();
         let sdk = module.join("sdk/python");
-        for (lane, scheduler, expected) in [
-            ("none", GangScheduler::None, plain),
-            ("volcano", GangScheduler::Volcano, gang),
+        for (lane, scheduler, expected, select) in [
+            ("none", GangScheduler::None, plain, None),
+            ("volcano", GangScheduler::Volcano, gang, None),
+            (
+                "default-scheduler",
+                GangScheduler::native(),
+                native,
+                Some("with_gang_scheduling"),
+            ),
         ] {
             let suites: Vec<PathBuf> = kinds
                 .iter()
@@ -287,6 +309,9 @@ async fn kubeflow_sdk_e2e_suites_pass_unchanged() {
                 args.push(sdk.as_os_str());
                 args.extend(suites.iter().map(|p| p.as_os_str()));
                 args.extend([OsStr::new("--namespace"), OsStr::new(ns.name())]);
+                if let Some(select) = select {
+                    args.extend([OsStr::new("-k"), OsStr::new(select)]);
+                }
                 let stdout = pytest(
                     sdk_release,
                     env,
