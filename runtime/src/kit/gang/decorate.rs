@@ -187,6 +187,11 @@ mod tests {
             &with("other-scheduler")
         ));
         assert!(custom_scheduler_set(&plugins(), &with("volcano")));
+        assert!(custom_scheduler_set(&GangScheduler::native(), &with("volcano")));
+        assert!(!custom_scheduler_set(
+            &GangScheduler::native(),
+            &with("default-scheduler")
+        ));
         assert!(!custom_scheduler_set(
             &GangScheduler::None,
             &with("other-scheduler")
