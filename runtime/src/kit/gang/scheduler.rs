@@ -71,8 +71,7 @@ pub enum ParseGangSchedulerError {
     #[error(
         "unknown gang scheduler {0:?}: expected `none`, `volcano`, `scheduler-plugins` (scheduler \
          `scheduler-plugins-scheduler`), `scheduler-plugins:<scheduler name>`, `default-scheduler` \
-         or `kubernetes` (Kubernetes' native gang scheduling, scheduler `default-scheduler`) or \
-         `kubernetes:<scheduler name>`"
+         (Kubernetes' native gang scheduling; also `kubernetes`) or `kubernetes:<scheduler name>`"
     )]
     Unknown(String),
     #[error(
