@@ -5,6 +5,9 @@
 //!
 //! * a gang that cannot fit (kwok nodes of this test with room for 2 one-CPU pods, a job of 3)
 //!   gets no pod bound, and all of it is bound once a node with room for the third joins;
+//! * suspended, the job's pods and PodGroup go; resumed while the old group is still held by its
+//!   protection finalizer, it gets no pod until a new PodGroup is made, then its gang is bound
+//!   whole;
 //! * a worker failing with a retryable exit code (ExitCode policy) is replaced, and the
 //!   replacement is bound into the running gang;
 //! * two gangs of 2 competing for room for 3 pods do not both end half-placed: one is bound
@@ -305,6 +308,71 @@ async fn native_gangs_wait_for_room_bind_whole_and_every_kind_runs() {
     .await
     .unwrap();
     lap("bound whole once a node joined");
+
+    // Suspended: pods and PodGroup go. A stray pending pod naming the group (not the job's)
+    // keeps its protection finalizer, so the group is still being deleted when the job resumes:
+    // no pod may be made for it then (the new pods would keep it from ever going; the engine
+    // waits for what it deleted to be gone, and the gang gate counts a native group being
+    // deleted as none). Once the stray pod is gone, a new group and a new gang, bound whole.
+    let suspend = |on: bool| json!({ "spec": { "runPolicy": { "suspend": on } } });
+    let old_group = groups.get("wait").await.unwrap().uid();
+    let old_pods: Vec<_> = running.iter().map(|p| p.uid()).collect();
+    let stray: Pod = serde_json::from_value(json!({
+        "metadata": { "name": "stray" },
+        "spec": {
+            "schedulingGroup": { "podGroupName": "wait" },
+            "nodeSelector": { NODE_KEY: "nowhere" },
+            "containers": [{ "name": "main", "image": "busybox" }],
+        },
+    }))
+    .unwrap();
+    pod_api.create(&PostParams::default(), &stray).await.unwrap();
+    pytorch
+        .patch("wait", &PatchParams::default(), &Patch::Merge(&suspend(true)))
+        .await
+        .unwrap();
+    wait::until(
+        "PodGroup wait being deleted, pods gone",
+        wait::default_timeout(),
+        || async {
+            let group = groups.get("wait").await.unwrap();
+            let pods = pod_api.list(&selector).await.unwrap().items;
+            Ok((group.metadata.deletion_timestamp.is_some() && pods.is_empty()).then_some(()))
+        },
+    )
+    .await
+    .unwrap();
+    pytorch
+        .patch("wait", &PatchParams::default(), &Patch::Merge(&suspend(false)))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let early: Vec<String> = (pod_api.list(&selector).await.unwrap().items.iter())
+        .map(ResourceExt::name_any)
+        .collect();
+    assert!(
+        early.is_empty(),
+        "pods {early:?} made for a PodGroup being deleted"
+    );
+    let group = groups.get("wait").await.unwrap();
+    assert_eq!(group.uid(), old_group);
+    pod_api.delete("stray", &DeleteParams::default()).await.unwrap();
+    let running = wait::until("3 new pods of wait Running", wait::default_timeout(), || async {
+        let list = pod_api.list(&selector).await.unwrap().items;
+        let new = |p: &Pod| !old_pods.contains(&p.uid()) && pods::phase(p) == "Running";
+        Ok((list.len() == 3 && list.iter().all(new)).then_some(list))
+    })
+    .await
+    .unwrap();
+    assert_gang_members("wait", &running);
+    let group = groups.get("wait").await.unwrap();
+    assert_ne!(
+        group.uid(),
+        old_group,
+        "the resumed gang runs under the old, deleted PodGroup"
+    );
+    assert!(group.metadata.deletion_timestamp.is_none());
+    lap("suspended, resumed while its old PodGroup was being deleted: a new one, bound whole");
 
     // 2. A worker fails with a retryable exit code: its replacement joins the running gang.
     let failed = running.iter().find(|p| p.name_any() == "wait-worker-1").unwrap();

@@ -14,11 +14,19 @@ const VOLCANO_WAITING_PHASES: [&str; 2] = ["", "Pending"];
 /// be created before their group (kube-scheduler waits for it), but waiting for it costs one
 /// watch event and means a cluster that does not serve `scheduling.k8s.io/v1beta1` PodGroups
 /// (the `GenericWorkload` gate off, which also drops `schedulingGroup` from pods) gets no pods,
-/// rather than pods scheduled one by one.
+/// rather than pods scheduled one by one; a native group being deleted counts as none.
 pub fn holds_pods(scheduler: &GangScheduler, observed_pod_group: Option<&DynamicObject>) -> bool {
     match scheduler {
         GangScheduler::None => false,
-        GangScheduler::SchedulerPlugins { .. } | GangScheduler::Native { .. } => observed_pod_group.is_none(),
+        GangScheduler::SchedulerPlugins { .. } => observed_pod_group.is_none(),
+        // A native PodGroup being deleted keeps its protection finalizer while any unfinished
+        // pod names it: pods created for it now would keep it from ever going, and it must go
+        // before the job's next one can be made. (A group this process deleted is hidden from
+        // the planner until it is gone anyway; this covers one deleted by someone else, or
+        // before an operator restart.)
+        GangScheduler::Native { .. } => {
+            observed_pod_group.is_none_or(|pg| pg.metadata.deletion_timestamp.is_some())
+        }
         GangScheduler::Volcano => observed_pod_group.is_none_or(|pg| {
             let phase = pg
                 .data
@@ -77,5 +85,11 @@ mod tests {
             &GangScheduler::native(),
             Some(&pod_group(serde_json::json!({})))
         ));
+        let mut terminating = pod_group(serde_json::json!({}));
+        terminating.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+        ));
+        assert!(holds_pods(&GangScheduler::native(), Some(&terminating)));
+        assert!(!holds_pods(&plugins, Some(&terminating)));
     }
 }
