@@ -231,7 +231,7 @@ async fn scheduling_queue_is_immutable() {
             assert_eq!(status.code, 422);
             assert!(
                 status.message.contains(
-                    "spec.runPolicy.schedulingPolicy.queue: Invalid value: \"string\": spec.runPolicy.schedulingPolicy.queue is immutable"
+                    "spec.runPolicy.schedulingPolicy.queue: Invalid value: \"prod\": spec.runPolicy.schedulingPolicy.queue is immutable"
                 ),
                 "{}",
                 status.message

@@ -107,7 +107,7 @@ fn every_kind(scheme: Scheme) -> [Case; 4] {
     );
     let moved = json!({ "spec": { "runPolicy": { "schedulingPolicy": { "queue": "prod" } } } });
     let immutable = Verdict::rejected(&[
-        "spec.runPolicy.schedulingPolicy.queue: Invalid value: \"string\": spec.runPolicy.schedulingPolicy.queue is immutable",
+        "spec.runPolicy.schedulingPolicy.queue: Invalid value: \"prod\": spec.runPolicy.schedulingPolicy.queue is immutable",
     ]);
     let managed = |by: &str| with(valid(scheme), "/runPolicy/managedBy", json!(by));
     let handed_over = json!({ "spec": { "runPolicy": { "managedBy": "kubeflow.org/training-operator" } } });
