@@ -420,6 +420,42 @@ differences:
         }
     }
 
+    /// The differences a full run on Kubernetes 1.37 reported for the elastic PyTorchJob whose
+    /// HPA wrote it before Kubeflow's first status update, as its report printed them.
+    #[test]
+    fn kubeflows_lost_created_condition_is_declared() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("allowed-differences.yaml");
+        let allowed = AllowedDifferences::load(&path).unwrap();
+        let created = serde_json::json!({"message": "PyTorchJob pt-elastic-max-only is created.", "reason": "PyTorchJobCreated", "status": "True"});
+        let found = [
+            (
+                "1: running",
+                "job/status/conditionOrder",
+                Some("Running".into()),
+                Some("Created,Running".into()),
+            ),
+            ("1: running", "job/status/conditions/Created", None, Some(created)),
+            (
+                "2: exit * code 0",
+                "job/status/conditionOrder",
+                Some("Running,Succeeded".into()),
+                Some("Created,Running,Succeeded".into()),
+            ),
+        ];
+        for (step, path, kubeflow, kfop) in found {
+            let difference = Difference {
+                path: path.to_owned(),
+                kubeflow,
+                kfop,
+            };
+            let context = Context {
+                kubeflow_events_recorded: 0,
+            };
+            let entry = allowed.find("pt-elastic-max-only", step, &difference, context);
+            assert!(entry.is_some(), "{difference}");
+        }
+    }
+
     const SCHEMA_FILE: &str = r#"
 differences: []
 schemaPaths:
