@@ -111,10 +111,16 @@ async fn operator_and_kubelet(
     gang: GangScheduler,
 ) -> (Operator, tokio::task::JoinHandle<()>) {
     let enabled = schemes::parse(&[]).unwrap();
-    let mut crds: Vec<_> = enabled.iter().map(|s| kfop_operator::crds::of(*s)).collect();
-    crds.extend(kfop_testenv::crds::pod_groups().unwrap());
-    env.install_crds(crds).await.unwrap();
-    conversion_webhook(env).await;
+    // Once for every lane: lanes starting together would otherwise apply the MPIJob CRD while
+    // another's webhook setup rewrites its conversion.
+    static CRDS: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
+    CRDS.get_or_init(|| async {
+        let mut crds: Vec<_> = enabled.iter().map(|s| kfop_operator::crds::of(*s)).collect();
+        crds.extend(kfop_testenv::crds::pod_groups().unwrap());
+        env.install_crds(crds).await.unwrap();
+        conversion_webhook(env).await;
+    })
+    .await;
     let groups = gang
         .pod_group_api_resource()
         .filter(|_| !matches!(gang, GangScheduler::Native { .. }));
