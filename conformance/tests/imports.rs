@@ -1,64 +1,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-//! The conformance crate's modules import one way, as the runtime's do (`runtime/tests/imports.rs`,
-//! whose reading of `crate::` paths this repeats): the corpus (`cases`) under what a side shows
+//! The conformance crate's modules import one way, as the runtime's do (`runtime/tests/imports.rs`;
+//! both read `crate::` paths with `kfop_testenv::imports`): the corpus (`cases`) under what a side shows
 //! (`snapshot`) under acting on it (`drive`), under the runner. A circle names its modules and
 //! the files that close it.
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::Path;
 
-/// Module -> (module it references -> files that do).
-type Graph = BTreeMap<String, BTreeMap<String, BTreeSet<String>>>;
-
-/// Drops `//` comments (doc links are not imports) and the `#[cfg(test)] mod tests { .. }`
-/// block that ends a file.
-fn code(text: &str) -> String {
-    let without_comments: String = text
-        .lines()
-        .map(|line| line.split("//").next().unwrap_or_default())
-        .collect::<Vec<_>>()
-        .join("\n");
-    match without_comments.find("#[cfg(test)]\nmod tests {") {
-        Some(at) => without_comments[..at].to_owned(),
-        None => without_comments,
-    }
-}
-
-/// The first path segment of every `crate::` path: `crate::a::b` and `crate::{a::x, b}`.
-fn crate_references(code: &str) -> BTreeSet<String> {
-    let ident = |s: &str| -> String {
-        s.chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-            .collect()
-    };
-    let mut out = BTreeSet::new();
-    for (at, _) in code.match_indices("crate::") {
-        let rest = &code[at + "crate::".len()..];
-        let Some(group) = rest.strip_prefix('{') else {
-            out.insert(ident(rest));
-            continue;
-        };
-        let (mut depth, mut item) = (0, String::new());
-        for c in group.chars() {
-            match c {
-                '{' => depth += 1,
-                '}' if depth == 0 => break,
-                '}' => depth -= 1,
-                ',' if depth == 0 => {
-                    out.insert(ident(item.trim()));
-                    item.clear();
-                    continue;
-                }
-                _ => {}
-            }
-            if depth == 0 {
-                item.push(c);
-            }
-        }
-        out.insert(ident(item.trim()));
-    }
-    out.remove("");
-    out
-}
+use kfop_testenv::imports::{Graph, circles, code, crate_references};
 
 /// The top-level modules of `src` (files and directories, `lib.rs` left out) and whom they
 /// reference.
@@ -91,52 +39,6 @@ fn graph(src: &Path) -> Graph {
         edges.retain(|m, _| modules.contains(m));
     }
     graph
-}
-
-/// A circle through `start`, if there is one (depth-first search for a path back to it).
-fn circle(graph: &Graph, start: &str) -> Option<Vec<String>> {
-    fn walk(
-        graph: &Graph,
-        start: &str,
-        at: &str,
-        path: &mut Vec<String>,
-        seen: &mut BTreeSet<String>,
-    ) -> bool {
-        for next in graph.get(at).into_iter().flat_map(BTreeMap::keys) {
-            if next == start {
-                return true;
-            }
-            if seen.insert(next.clone()) {
-                path.push(next.clone());
-                if walk(graph, start, next, path, seen) {
-                    return true;
-                }
-                path.pop();
-            }
-        }
-        false
-    }
-    let mut path = vec![start.to_owned()];
-    walk(graph, start, start, &mut path, &mut BTreeSet::new()).then_some(path)
-}
-
-/// Every circle, one line each: `a -> b (files), b -> a (files)`.
-fn circles(graph: &Graph) -> Vec<String> {
-    graph
-        .keys()
-        .filter_map(|module| circle(graph, module))
-        .map(|path| {
-            let hops: Vec<String> = path
-                .iter()
-                .zip(path.iter().cycle().skip(1))
-                .map(|(from, to)| {
-                    let files: Vec<&str> = graph[from][to].iter().map(String::as_str).collect();
-                    format!("{from} -> {to} ({})", files.join(" "))
-                })
-                .collect();
-            hops.join(", ")
-        })
-        .collect()
 }
 
 #[test]

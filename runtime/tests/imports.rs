@@ -7,19 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-/// Drops `//` comments (doc links are not imports) and the `#[cfg(test)] mod x { .. }` block
-/// that ends a file.
-fn code(text: &str) -> String {
-    let without_comments: String = text
-        .lines()
-        .map(|line| line.split("//").next().unwrap_or_default())
-        .collect::<Vec<_>>()
-        .join("\n");
-    match without_comments.find("#[cfg(test)]\nmod tests {") {
-        Some(at) => without_comments[..at].to_owned(),
-        None => without_comments,
-    }
-}
+use kfop_testenv::imports::{Graph, circles, code, crate_references};
 
 /// Names of modules a file declares under `#[cfg(test)]` (`mod tf_table;`): test-only files.
 fn test_only_children(text: &str) -> Vec<String> {
@@ -34,43 +22,6 @@ fn test_only_children(text: &str) -> Vec<String> {
                 .map(str::to_owned)
         })
         .collect()
-}
-
-/// The first path segment of every `crate::` path: `crate::a::b` and `crate::{a::x, b}`.
-fn crate_references(code: &str) -> BTreeSet<String> {
-    let ident = |s: &str| -> String {
-        s.chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-            .collect()
-    };
-    let mut out = BTreeSet::new();
-    for (at, _) in code.match_indices("crate::") {
-        let rest = &code[at + "crate::".len()..];
-        if let Some(group) = rest.strip_prefix('{') {
-            let (mut depth, mut item) = (0, String::new());
-            for c in group.chars() {
-                match c {
-                    '{' => depth += 1,
-                    '}' if depth == 0 => break,
-                    '}' => depth -= 1,
-                    ',' if depth == 0 => {
-                        out.insert(ident(item.trim()));
-                        item.clear();
-                        continue;
-                    }
-                    _ => {}
-                }
-                if depth == 0 {
-                    item.push(c);
-                }
-            }
-            out.insert(ident(item.trim()));
-        } else {
-            out.insert(ident(rest));
-        }
-    }
-    out.remove("");
-    out
 }
 
 /// The layer folders, lowest first.
@@ -106,8 +57,8 @@ fn layers(src: &Path) -> BTreeMap<String, String> {
 }
 
 /// Module -> (module it references -> files that do).
-fn graph(src: &Path) -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
-    let mut graph: BTreeMap<String, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+fn graph(src: &Path) -> Graph {
+    let mut graph = Graph::new();
     let mut stack = vec![src.to_path_buf()];
     let mut test_only: BTreeSet<std::path::PathBuf> = BTreeSet::new();
     while let Some(dir) = stack.pop() {
@@ -162,33 +113,6 @@ fn graph(src: &Path) -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
     graph
 }
 
-/// A circle through `start`, if there is one (depth-first search for a path back to it).
-fn circle(graph: &BTreeMap<String, BTreeMap<String, BTreeSet<String>>>, start: &str) -> Option<Vec<String>> {
-    fn walk(
-        graph: &BTreeMap<String, BTreeMap<String, BTreeSet<String>>>,
-        start: &str,
-        at: &str,
-        path: &mut Vec<String>,
-        seen: &mut BTreeSet<String>,
-    ) -> bool {
-        for next in graph.get(at).into_iter().flat_map(BTreeMap::keys) {
-            if next == start {
-                return true;
-            }
-            if seen.insert(next.clone()) {
-                path.push(next.clone());
-                if walk(graph, start, next, path, seen) {
-                    return true;
-                }
-                path.pop();
-            }
-        }
-        false
-    }
-    let mut path = vec![start.to_owned()];
-    walk(graph, start, start, &mut path, &mut BTreeSet::new()).then_some(path)
-}
-
 #[test]
 fn runtime_modules_import_one_way() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -201,17 +125,7 @@ fn runtime_modules_import_one_way() {
         graph["plan"].contains_key("framework"),
         "the planner reads the framework: the parser must see that"
     );
-    let mut circles = Vec::new();
-    for module in graph.keys() {
-        if let Some(path) = circle(&graph, module) {
-            let hops: Vec<String> = path
-                .iter()
-                .zip(path.iter().cycle().skip(1))
-                .map(|(from, to)| format!("{from} -> {to} ({})", joined(&graph[from][to])))
-                .collect();
-            circles.push(hops.join(", "));
-        }
-    }
+    let circles = circles(&graph);
     assert!(
         circles.is_empty(),
         "import circles in runtime/src:\n{}",
@@ -246,27 +160,10 @@ fn layers_import_downward() {
                     "{from} ({}) -> {to} ({}): {}",
                     layers[from],
                     layers[to],
-                    joined(files)
+                    files.iter().cloned().collect::<Vec<_>>().join(" ")
                 ));
             }
         }
     }
     assert!(upward.is_empty(), "imports up a layer:\n{}", upward.join("\n"));
-}
-
-fn joined(files: &BTreeSet<String>) -> String {
-    files.iter().cloned().collect::<Vec<_>>().join(" ")
-}
-
-#[test]
-fn the_parser_sees_grouped_and_plain_paths_but_not_comments() {
-    let text = "use crate::{api::X, plan::{a, b}, env};\n// crate::gang in a comment\nfn f() { crate::labels::x() }\n#[cfg(test)]\nmod tests {\n    use crate::testing;\n}\n";
-    let refs = crate_references(&code(text));
-    assert_eq!(
-        refs,
-        ["api", "env", "labels", "plan"]
-            .into_iter()
-            .map(String::from)
-            .collect()
-    );
 }

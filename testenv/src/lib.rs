@@ -16,6 +16,7 @@ pub mod cargo;
 pub mod crds;
 mod env;
 mod error;
+pub mod imports;
 mod kubeconfig;
 mod kubeflow_cases;
 pub mod lifecycle;
