@@ -18,7 +18,9 @@ mod process;
 
 // The layers are folders; their modules keep the crate's flat paths (`kfop_runtime::plan`, ...).
 use engine::{cache, error};
-pub use engine::{child_index, client, compact, controller, metrics, packed, plan, relist, server, webhook};
+pub use engine::{
+    child_index, client, compact, controller, metrics, packed, plan, relist, server, webhook, wire,
+};
 pub use kit::{
     api, cel_rule, child_view, defaults, env, framework, gang, info, labels, manifest, policy, status_rule,
 };

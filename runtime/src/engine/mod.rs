@@ -13,3 +13,4 @@ pub mod plan;
 pub mod relist;
 pub mod server;
 pub mod webhook;
+pub mod wire;

@@ -52,6 +52,11 @@ pub struct OperatorArgs {
     /// Do not emit an event per created or deleted pod and service
     #[arg(long)]
     pub no_child_events: bool,
+    /// How pod, service and event creates are encoded: `json`, or `protobuf` (cheaper for the
+    /// API server; a pod holding a field without protobuf conversion is still sent as JSON, and
+    /// custom resources are always JSON)
+    #[arg(long, env = "KFOP_WIRE_ENCODING", value_enum, default_value = "json")]
+    pub wire_encoding: crate::wire::Encoding,
     /// Gang scheduling: `volcano`, `scheduler-plugins` (or `scheduler-plugins:<scheduler name>`),
     /// `default-scheduler` (Kubernetes' native gang scheduling, 1.37+; also `kubernetes`, or
     /// `kubernetes:<scheduler name>`), or `none`
@@ -178,6 +183,7 @@ pub async fn run(
         action: "building the client",
         source: Box::new(e),
     })?;
+    crate::wire::set_encoding(args.wire_encoding);
     let manager = register(Manager::new(client, args.manager_config(reporter)))?;
     manager.ensure_conversion_served().await?;
     manager.run(shutdown_signal()).await

@@ -313,10 +313,10 @@ where
 /// Creates a pod or service, announcing it (`SuccessfulCreatePod`, `FailedCreateService`, ...).
 async fn create_child<K>(api: &Api<K>, object: &K, kind: &'static str, ns: &str) -> Outcome
 where
-    K: Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug + Into<NewChild>,
+    K: crate::wire::Wire + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Into<NewChild>,
 {
     let (noun, name) = (capitalized(kind), object.name_any());
-    match create(api, object).await {
+    match crate::wire::create(api, object).await {
         Ok(created) => Outcome {
             events: created
                 .is_some()

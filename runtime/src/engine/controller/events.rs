@@ -20,7 +20,7 @@ use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
 use kube::Client;
-use kube::api::{Api, PostParams};
+use kube::api::Api;
 use tokio::sync::mpsc;
 
 use crate::plan::{EventType, JobEvent};
@@ -63,7 +63,7 @@ async fn send_all(client: Client, reporter: Arc<Reporter>, mut queue: mpsc::Rece
             async move {
                 let namespace = event.metadata.namespace.as_deref().unwrap_or("default");
                 let api: Api<Event> = Api::namespaced(client, namespace);
-                if let Err(e) = api.create(&PostParams::default(), &event).await {
+                if let Err(e) = crate::wire::create(&api, &event).await {
                     let regarding = event.regarding.as_ref().and_then(|r| r.name.as_deref());
                     tracing::warn!(job = ?regarding, reason = ?event.reason, error = %e, "could not publish event");
                 }
