@@ -16,6 +16,7 @@
 //! * [`report`]: the result tables;
 //! * [`schema_paths`]: Kubeflow's CRD schemas, path by path, against kfop's;
 //! * [`glob`]: the wildcards of case, step, field and value patterns;
+//! * [`takeover`]: kfop taking over from Kubeflow under live jobs, and handing back;
 //! * [`operators`], [`runner`]: the plane, both operators and the run.
 
 pub mod admission;
@@ -31,5 +32,6 @@ pub mod runner;
 pub mod schema_paths;
 pub mod side;
 pub mod snapshot;
+pub mod takeover;
 
 pub use error::{Error, Result};

@@ -11,6 +11,7 @@ pub mod crds;
 pub mod deploy;
 pub mod samples;
 pub mod schemes;
+pub mod storage;
 
 use kfop_runtime::LoadError;
 use schemes::{FrameworkConfig, Scheme};

@@ -4,14 +4,15 @@
 //! * `kfop-operator [--enable-scheme KIND]... [flags]` runs it against `$KUBECONFIG`/in-cluster;
 //! * `kfop-operator crds` prints every CRD;
 //! * `kfop-operator check` tells whether a cluster is ready for the operator;
-//! * `kfop-operator deploy` prints everything to install it (CRDs, RBAC, a Deployment).
+//! * `kfop-operator deploy` prints everything to install it (CRDs, RBAC, a Deployment);
+//! * `kfop-operator migrate-storage` rewrites a CRD's objects in one storage version.
 //!
 //! The demo (a local control plane, one sample job per framework driven to Succeeded) is the
 //! separate `kfop-demo` crate (`examples/demo`), so this binary does not link `kfop-testenv`.
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use kfop_operator::{Flags, check, crds, deploy, load_frameworks, register, say, schemes};
+use kfop_operator::{Flags, check, crds, deploy, load_frameworks, register, say, schemes, storage};
 use kfop_runtime::operator::run;
 
 #[derive(Debug, Parser)]
@@ -46,6 +47,18 @@ enum Command {
     Check(CheckArgs),
     /// Print everything to install the operator: CRDs, RBAC, a non-root Deployment
     Deploy,
+    /// Store every object of a CRD in one version (a storage-version migration): after taking
+    /// over from Kubeflow, `--to v2beta1` so that `v1` can leave MPIJob's storedVersions;
+    /// before handing back to training-operator, `--to v1` while this operator still serves
+    /// the conversion webhook
+    MigrateStorage {
+        /// The version to store
+        #[arg(long, default_value = "v2beta1")]
+        to: String,
+        /// The CRD
+        #[arg(long, default_value = storage::DEFAULT_CRD)]
+        crd: String,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -89,6 +102,7 @@ async fn operator_main() -> ExitCode {
         Some(Command::Deploy) => deploy::manifests(&enabled)
             .map(|text| say(text.trim_end()))
             .map_err(|e| e.to_string()),
+        Some(Command::MigrateStorage { to, crd }) => migrate_storage(&crd, &to).await,
         None => {
             let runtime_frameworks = cli.flags.runtime_frameworks;
             run(&cli.flags.operator, "kfop-operator", |m| {
@@ -108,6 +122,18 @@ async fn operator_main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `migrate-storage`: prints what it did.
+async fn migrate_storage(crd: &str, to: &str) -> Result<(), String> {
+    let client = kfop_runtime::kube::Client::try_default()
+        .await
+        .map_err(|e| format!("no cluster: {e}"))?;
+    let migrated = storage::migrate(&client, crd, to)
+        .await
+        .map_err(|e| e.to_string())?;
+    say(&migrated.to_string());
+    Ok(())
 }
 
 /// `check`: prints one line per check; exit code 0 only when every check passed.

@@ -313,13 +313,15 @@ fn resync_once(
 
 /// Fails with a hint when the kind's CRD is not installed.
 async fn check_crd(api: &Api<PackedJob>, kind: &str) -> Result<()> {
-    api.list(&ListParams::default().limit(1))
-        .await
-        .map(|_| ())
-        .map_err(|source| Error::CrdMissing {
+    match api.list(&ListParams::default().limit(1)).await {
+        // Served, but a stored object does not convert yet (MPIJobs Kubeflow stored as v1, while
+        // this process's conversion webhook starts): the watch retries until it does.
+        Err(kube::Error::Api(status)) if status.code == 500 && status.reason == "StorageReadError" => Ok(()),
+        listed => listed.map(|_| ()).map_err(|source| Error::CrdMissing {
             kind: kind.to_owned(),
             source,
-        })
+        }),
+    }
 }
 
 /// The reference the controller's queue uses for `owner`.
