@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::{ObjectReference, Pod, Service};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, OwnerReference, Time};
 use k8s_openapi::jiff::Timestamp;
-use kfop_runtime::labels;
+use kfop_runtime::{labels, wire};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
@@ -180,18 +180,15 @@ async fn create_children(
     p.into_iter().chain(s).collect()
 }
 
-/// Creates `object`, owned by `owner` when given; one that exists already counts as created.
+/// Creates `object`, owned by `owner` when given, in the process's wire encoding (as the operator
+/// sends it); one that exists already counts as created.
 async fn create_owned<K>(api: &Api<K>, object: &K, owner: Option<&OwnerReference>) -> Result<()>
 where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + serde::Serialize
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug,
+    K: wire::Wire + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
     let mut object = object.clone();
     object.meta_mut().owner_references = owner.map(|o| vec![o.clone()]);
-    create_ignoring_conflict(api.create(&PostParams::default(), &object).await, || {
+    create_ignoring_conflict(wire::create(api, &object).await, || {
         format!("creating {} {}", K::kind(&()), object.name_any())
     })
 }
@@ -229,8 +226,7 @@ async fn replay_job(
     let sent_events = sent_events.into_iter().map(|event| {
         let events = events.clone();
         async move {
-            events
-                .create(&PostParams::default(), &event)
+            wire::create(&events, &event)
                 .await
                 .map(|_| ())
                 .map_err(Error::kube("creating an event"))

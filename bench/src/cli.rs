@@ -104,6 +104,11 @@ pub struct Args {
     /// ClusterRole, so the run must report the missing permission (a check of the check)
     #[arg(long, value_name = "VERB:RESOURCE", requires = "soak")]
     pub soak_without_permission: Option<String>,
+    /// Instead of benchmarking once: this many pairs of operator phases, one with
+    /// `--wire-encoding json` and one with `protobuf` (alternating which goes first), each pair
+    /// with the plain-client ceiling in both encodings; results in `--results`
+    #[arg(long, conflicts_with_all = ["soak", "runtime_frameworks", "no_ceiling"])]
+    pub wire_ab: Option<usize>,
     /// RSS and CPU sampling interval
     #[arg(long, default_value = "250ms", value_parser = parse_duration)]
     pub sample_every: Duration,

@@ -28,6 +28,7 @@ mod soak;
 mod stats;
 mod submit;
 mod timeline;
+mod wire;
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -57,6 +58,18 @@ async fn main() -> ExitCode {
             }
             Err(e) => {
                 tracing::error!(error = %e, results = %args.results.display(), "soak failed");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    if let Some(pairs) = args.wire_ab {
+        return match wire::run(&args, pairs).await {
+            Ok(run) => {
+                let _ = writeln!(std::io::stdout(), "{}", wire::markdown(&run));
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "wire A/B benchmark failed");
                 ExitCode::FAILURE
             }
         };

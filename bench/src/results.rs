@@ -160,6 +160,10 @@ pub struct Phase {
     pub latency_succeeded: Option<Percentiles>,
     pub process: Option<ProcessStats>,
     pub requests: Option<RequestStats>,
+    /// kube-apiserver's CPU time (user + system, from /proc) from the phase's first request to
+    /// its last job reaching its end, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpu_seconds: Option<f64>,
     /// Jobs that did not reach every milestone before the timeout (for the ceiling: all pods).
     pub incomplete: usize,
     pub timeline: Timeline,
@@ -202,6 +206,7 @@ impl Phase {
             latency_succeeded,
             process: None,
             requests: None,
+            server_cpu_seconds: None,
             incomplete,
             timeline,
             samples: Vec::new(),

@@ -26,7 +26,7 @@ const CEILING_RUNNING_GRACE: Duration = Duration::from_secs(20);
 const IDLE_SETTLE: Duration = Duration::from_secs(2);
 
 /// The ceiling phase's namespace.
-const CEILING_NAMESPACE: &str = "bench-ceiling";
+pub const CEILING_NAMESPACE: &str = "bench-ceiling";
 /// The replay phase's namespace.
 const REPLAY_NAMESPACE: &str = "bench-replay";
 
@@ -72,10 +72,11 @@ pub async fn run(args: &Args) -> Result<Run> {
                     namespace: REPLAY_NAMESPACE,
                     requests,
                 };
-                replay.push(ceiling_phase(args, &client, jobs.clone(), phase).await?);
+                replay.push(ceiling_phase(args, &plane, &client, jobs.clone(), phase).await?);
             }
             let phase = ceiling_phase(
                 args,
+                &plane,
                 &client,
                 jobs,
                 CeilingPhase {
@@ -167,7 +168,7 @@ pub async fn start_plane(args: &Args) -> Result<(ControlPlane, Client)> {
     Ok((plane, client))
 }
 
-fn config(args: &Args) -> RunConfig {
+pub fn config(args: &Args) -> RunConfig {
     let mut operator_args = Vec::new();
     if let Some(qps) = args.qps {
         operator_args.push(format!("--kube-api-qps={qps}"));
@@ -204,15 +205,15 @@ pub fn write_results(run: &Run, dir: &Path) -> Result<()> {
     plot::write(run, dir)
 }
 
-struct OperatorPhase<'a> {
-    name: String,
-    namespace: &'a str,
-    schemes: &'a [String],
+pub struct OperatorPhase<'a> {
+    pub name: String,
+    pub namespace: &'a str,
+    pub schemes: &'a [String],
     /// Capture the created pods and services for the ceiling.
-    capture: bool,
+    pub capture: bool,
     /// Jobs per second; 0 for all at once.
-    rate: f64,
-    log: PathBuf,
+    pub rate: f64,
+    pub log: PathBuf,
 }
 
 async fn create_namespace(client: &Client, name: &str) -> Result<()> {
@@ -259,7 +260,7 @@ async fn clear_namespace(client: &Client, name: &str) -> Result<()> {
 
 /// Submits the jobs to a fresh operator process watching only `phase.namespace`, waits for
 /// every job to succeed (or the timeout), then clears the namespace.
-async fn operator_phase(
+pub async fn operator_phase(
     args: &Args,
     bin: &Path,
     plane: &ControlPlane,
@@ -284,7 +285,7 @@ async fn operator_phase(
         client,
         phase.namespace,
         &phase.name,
-        operator.pid(),
+        (operator.pid(), apiserver_pid(plane)),
         || operator.scrape(),
     )
     .await?;
@@ -309,6 +310,7 @@ struct Measured {
     samples: Vec<Sample>,
     before: String,
     after: String,
+    server_cpu_seconds: Option<f64>,
 }
 
 impl Measured {
@@ -316,6 +318,7 @@ impl Measured {
         let mut result = Phase::from_timeline(name, self.timeline, true);
         result.process = ProcessStats::of(&self.samples);
         result.requests = Some(RequestStats::between(metrics, &self.before, &self.after, jobs));
+        result.server_cpu_seconds = self.server_cpu_seconds;
         result.samples = self.samples;
         tracing::info!(
             phase = %name,
@@ -329,14 +332,15 @@ impl Measured {
 }
 
 /// Submits the jobs into `namespace` at `rate` (0: all at once), watched by the operator process
-/// `pid` whose metrics `scrape` reads, and waits for every job to succeed (or the timeout).
+/// `pid` whose metrics `scrape` reads, and waits for every job to succeed (or the timeout);
+/// `server` is kube-apiserver's process, whose CPU time the phase reads.
 async fn measure<Fut>(
     args: &Args,
     rate: f64,
     client: &Client,
     namespace: &str,
     name: &str,
-    pid: u32,
+    (pid, server): (u32, Option<u32>),
     scrape: impl Fn() -> Fut,
 ) -> Result<Measured>
 where
@@ -346,6 +350,7 @@ where
     let sampler = Sampler::start(pid, start, args.sample_every);
     tokio::time::sleep(IDLE_SETTLE).await;
     let before = scrape().await?;
+    let server_cpu = ServerCpu::start(server);
 
     let observed = Observed::new(start, PODS_PER_JOB);
     let resource = submit::pytorch_resource();
@@ -363,6 +368,7 @@ where
     observed
         .wait_until(args.timeout, name, |t| t.count(|m| m.succeeded) >= jobs)
         .await;
+    let server_cpu_seconds = server_cpu.seconds();
     let after = scrape().await?;
     // A last reading with every job still present.
     tokio::time::sleep(args.sample_every).await;
@@ -375,7 +381,30 @@ where
         samples,
         before,
         after,
+        server_cpu_seconds,
     })
+}
+
+/// kube-apiserver's process on `plane`.
+pub fn apiserver_pid(plane: &ControlPlane) -> Option<u32> {
+    let pids = plane.state().pids;
+    pids.into_iter()
+        .find(|(name, _)| name == "kube-apiserver")
+        .map(|(_, pid)| pid)
+}
+
+/// kube-apiserver's CPU time from a start; none when its process cannot be read.
+struct ServerCpu(Option<(u32, f64)>);
+
+impl ServerCpu {
+    fn start(pid: Option<u32>) -> Self {
+        Self(pid.and_then(|pid| Some((pid, crate::sample::read(pid, 0.0).ok()?.cpu_seconds))))
+    }
+
+    fn seconds(&self) -> Option<f64> {
+        let (pid, start) = self.0?;
+        Some(crate::sample::read(pid, 0.0).ok()?.cpu_seconds - start)
+    }
 }
 
 /// Kubeflow training-operator v1.8.1 at its defaults (one reconcile thread, client QPS 20 and
@@ -397,7 +426,8 @@ async fn kubeflow_phase(args: &Args, plane: &ControlPlane, client: &Client) -> R
     )
     .await?;
     let addr = peer.metrics_addr();
-    let measured = measure(args, args.rate, client, namespace, name, peer.pid(), || {
+    let server = (peer.pid(), apiserver_pid(plane));
+    let measured = measure(args, args.rate, client, namespace, name, server, || {
         operator::scrape(addr)
     })
     .await?;
@@ -406,16 +436,17 @@ async fn kubeflow_phase(args: &Args, plane: &ControlPlane, client: &Client) -> R
 }
 
 /// A plain-client phase: which requests it sends per job, and where.
-struct CeilingPhase {
-    name: &'static str,
-    namespace: &'static str,
-    requests: ceiling::Requests,
+pub struct CeilingPhase {
+    pub name: &'static str,
+    pub namespace: &'static str,
+    pub requests: ceiling::Requests,
 }
 
 /// Sends `phase.requests` for the captured jobs with a plain client, `--concurrency` jobs at a
 /// time, waits until every job's pods exist, then clears the namespace.
-async fn ceiling_phase(
+pub async fn ceiling_phase(
     args: &Args,
+    plane: &ControlPlane,
     client: &Client,
     jobs: BTreeMap<String, Children>,
     phase: CeilingPhase,
@@ -427,11 +458,13 @@ async fn ceiling_phase(
     let watches = observed.watch(client, namespace, None);
     let count = jobs.len();
     let concurrency = usize::from(args.concurrency);
+    let server_cpu = ServerCpu::start(apiserver_pid(plane));
     ceiling::run(client, namespace, jobs, concurrency, phase.requests, &observed).await?;
     // Every pod must exist; Running is kwok's pace, so it gets only a short grace.
     observed
         .wait_until(args.timeout, phase.name, |t| t.count(|m| m.all_pods) >= count)
         .await;
+    let server_cpu_seconds = server_cpu.seconds();
     observed
         .wait_until(CEILING_RUNNING_GRACE, "all pods Running", |t| {
             t.count(|m| m.all_running) >= count
@@ -441,13 +474,14 @@ async fn ceiling_phase(
         watch.abort();
     }
     clear_namespace(client, namespace).await?;
-    let result = Phase::from_timeline(phase.name, observed.snapshot(), false);
+    let mut result = Phase::from_timeline(phase.name, observed.snapshot(), false);
+    result.server_cpu_seconds = server_cpu_seconds;
     tracing::info!(phase = phase.name, throughput_all_pods = ?result.throughput_all_pods, "plain-client phase done");
     Ok(result)
 }
 
 /// Today's UTC date (YYYY-MM-DD) from the system clock.
-fn date() -> String {
+pub fn date() -> String {
     kfop_runtime::k8s_openapi::jiff::Timestamp::now()
         .strftime("%Y-%m-%d")
         .to_string()
