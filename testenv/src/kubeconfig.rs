@@ -41,6 +41,29 @@ pub(crate) fn write_impersonating(from: &Path, to: &Path, user: &str, groups: &[
     std::fs::write(to, text).map_err(Error::io(to))
 }
 
+/// The kubeconfig at `path` with each cluster's CA file inlined (`certificate-authority-data`),
+/// as a program elsewhere reads it from a Secret: Kueue's MultiKueue refuses file paths.
+pub(crate) fn self_contained(path: &Path) -> Result<String> {
+    let invalid = |message: String| Error::Kubeconfig {
+        path: path.to_owned(),
+        message,
+    };
+    let mut kubeconfig = Kubeconfig::read_from(path).map_err(|e| invalid(e.to_string()))?;
+    for named in &mut kubeconfig.clusters {
+        let Some(cluster) = &mut named.cluster else {
+            continue;
+        };
+        if let Some(file) = cluster.certificate_authority.take() {
+            let pem = std::fs::read(&file).map_err(Error::io(&file))?;
+            // ByteString serializes as base64, the encoding `*-data` fields take.
+            let data =
+                serde_json::to_value(k8s_openapi::ByteString(pem)).map_err(|e| invalid(e.to_string()))?;
+            cluster.certificate_authority_data = data.as_str().map(str::to_owned);
+        }
+    }
+    serde_json::to_string_pretty(&kubeconfig).map_err(|e| invalid(e.to_string()))
+}
+
 /// A client for the current context of the kubeconfig at `path`.
 pub(crate) async fn client_from(path: &Path) -> Result<Client> {
     let config = config_from(path).await?;
@@ -56,4 +79,26 @@ pub(crate) async fn config_from(path: &Path) -> Result<Config> {
     Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
         .await
         .map_err(|e| invalid(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ca_file_is_inlined() {
+        let dir = std::env::temp_dir().join(format!("kfop-kubeconfig-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (ca, path) = (dir.join("ca.crt"), dir.join("admin.kubeconfig"));
+        std::fs::write(&ca, "PEM").unwrap();
+        write_admin(&path, "https://127.0.0.1:6443", &ca, "secret").unwrap();
+        let text = self_contained(&path).unwrap();
+        let inlined = Kubeconfig::from_yaml(&text).unwrap();
+        let cluster = inlined.clusters[0].cluster.as_ref().unwrap();
+        assert_eq!(cluster.certificate_authority, None);
+        assert_eq!(cluster.certificate_authority_data.as_deref(), Some("UEVN"));
+        assert_eq!(cluster.server.as_deref(), Some("https://127.0.0.1:6443"));
+        assert!(text.contains("secret"), "the token stays: {text}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

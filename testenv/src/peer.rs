@@ -282,6 +282,10 @@ pub struct PeerOptions {
     pub extra_args: Vec<String>,
     /// How long to wait for `/readyz`.
     pub start_timeout: Duration,
+    /// Kueue only: merged into its configuration file over what [`Peer::start`] writes (objects
+    /// key by key, anything else replaced), e.g. `{"multiKueue": {"workerLostTimeout": "30s"}}`
+    /// for a MultiKueue manager. Null (the default) changes nothing.
+    pub kueue_config: serde_json::Value,
 }
 
 impl Default for PeerOptions {
@@ -296,6 +300,7 @@ impl Default for PeerOptions {
             controller_threads: 1,
             extra_args: Vec::new(),
             start_timeout: wait::default_timeout(),
+            kueue_config: serde_json::Value::Null,
         }
     }
 }
@@ -513,13 +518,14 @@ impl Peer {
         ensure_kueue_metrics_cert(&name, &cert_dir, Path::new(KUEUE_METRICS_CERT_DIR))?;
 
         let kinds = kueue_kinds(&options.enable_schemes);
-        let config = kueue_config(
+        let mut config = kueue_config(
             &options.operator_namespace,
             namespace,
             &kinds,
             [metrics_port, health_port, webhook_port],
             &cert_dir,
         );
+        merge_json(&mut config, &options.kueue_config);
         let config_file = dir.join("config.json");
         std::fs::write(&config_file, config.to_string()).map_err(Error::io(&config_file))?;
         let keep = |path: &str, groups: &[String]| kueue_keeps_webhook(path, groups, &kinds);
@@ -1112,6 +1118,20 @@ fn kueue_config(
     })
 }
 
+/// Merges `patch` into `base`: objects key by key (recursively), a null patch changes nothing,
+/// any other value replaces what `base` has.
+fn merge_json(base: &mut serde_json::Value, patch: &serde_json::Value) {
+    match (base, patch) {
+        (_, serde_json::Value::Null) => {}
+        (serde_json::Value::Object(base), serde_json::Value::Object(patch)) => {
+            for (key, value) in patch {
+                merge_json(base.entry(key.clone()).or_insert(serde_json::Value::Null), value);
+            }
+        }
+        (base, patch) => *base = patch.clone(),
+    }
+}
+
 /// Whether Kueue's webhook at `path` (for `groups`) is registered: those of Kueue's own kinds and
 /// of the enabled Kubeflow kinds (`/mutate-kubeflow-org-v1-pytorchjob`). The others' integrations
 /// are off and their kinds absent.
@@ -1189,16 +1209,26 @@ async fn webhook_answers(client: &Client, path: &str) -> bool {
 
 /// Whether `GET path` on `addr` answers 200 (controller-runtime's probe server speaks HTTP/1).
 fn http_ok(addr: SocketAddr, path: &str) -> bool {
-    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(500)) else {
-        return false;
-    };
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    http_get(addr, path).is_some_and(|(code, _)| code == 200)
+}
+
+/// `GET path` over HTTP/1.0 on `addr` (an operator's metrics and probe server): the status code
+/// and body, or none when nothing answered within a few seconds.
+pub fn http_get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_millis(500)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     let request = format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n");
-    if stream.write_all(request.as_bytes()).is_err() {
-        return false;
-    }
-    let mut head = [0u8; 12];
-    stream.read_exact(&mut head).is_ok() && head.starts_with(b"HTTP/1.") && &head[9..12] == b"200"
+    stream.write_all(request.as_bytes()).ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    let (head, body) = response.split_once("\r\n\r\n")?;
+    let code = head
+        .strip_prefix("HTTP/1.")?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some((code, body.to_owned()))
 }
 
 #[cfg(test)]
@@ -1337,6 +1367,24 @@ mod tests {
         let frameworks = config["integrations"]["frameworks"].as_array().unwrap();
         assert!(frameworks.contains(&serde_json::json!("kubeflow.org/mpijob")));
         assert_eq!(frameworks.len(), KUEUE_KUBEFLOW_KINDS.len());
+    }
+
+    #[test]
+    fn kueue_config_takes_a_multikueue_section_and_keeps_the_rest() {
+        let kinds = kueue_kinds(&[]);
+        let mut config = kueue_config("kueue-system", "kf", &kinds, [1, 2, 3], Path::new("/certs"));
+        let before = config.clone();
+        merge_json(&mut config, &serde_json::Value::Null);
+        assert_eq!(config, before);
+        let patch = serde_json::json!({
+            "multiKueue": { "workerLostTimeout": "30s" },
+            "webhook": { "port": 4 },
+        });
+        merge_json(&mut config, &patch);
+        assert_eq!(config["multiKueue"]["workerLostTimeout"], "30s");
+        assert_eq!(config["webhook"]["port"], 4);
+        assert_eq!(config["webhook"]["host"], "127.0.0.1");
+        assert_eq!(config["integrations"], before["integrations"]);
     }
 
     #[test]

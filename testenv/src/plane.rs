@@ -172,6 +172,12 @@ impl ControlPlane {
         Ok(path)
     }
 
+    /// The admin kubeconfig with its CA inlined, to hand to a program elsewhere in a Secret
+    /// (a MultiKueue manager's kubeconfig of this plane as its worker).
+    pub fn self_contained_kubeconfig(&self) -> Result<String> {
+        kubeconfig::self_contained(&self.kubeconfig)
+    }
+
     pub fn server(&self) -> &str {
         &self.server
     }

@@ -11,33 +11,18 @@ use kfop_operator::samples;
 use kfop_operator::schemes::{self, Scheme};
 use kfop_runtime::api::JobConditionType;
 use kfop_runtime::k8s_openapi::api::core::v1::Pod;
+use kfop_runtime::kube::Api;
 use kfop_runtime::kube::ResourceExt;
-use kfop_runtime::kube::api::{ApiResource, DynamicObject, ListParams, PostParams};
-use kfop_runtime::kube::{Api, Client};
-use kfop_runtime::serde_json::{Value, json};
+use kfop_runtime::kube::api::{DynamicObject, PostParams};
+use kfop_runtime::serde_json::json;
 use kfop_runtime::testing::Operator;
 use kfop_testenv::peer::KUEUE_V0_17_0;
 use kfop_testenv::{Peer, PeerOptions, TestEnv, TestNamespace, pods, wait};
 
 mod common;
-use common::{job_pods, pod_count, running_pods, status, until_succeeded};
-
-const QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
-const LOCAL_QUEUE: &str = "team";
-
-fn kueue_resource(kind: &str, plural: &str) -> ApiResource {
-    ApiResource {
-        group: "kueue.x-k8s.io".to_owned(),
-        version: "v1beta2".to_owned(),
-        api_version: "kueue.x-k8s.io/v1beta2".to_owned(),
-        kind: kind.to_owned(),
-        plural: plural.to_owned(),
-    }
-}
-
-fn object(value: Value) -> DynamicObject {
-    kfop_runtime::serde_json::from_value(value).unwrap()
-}
+use common::{
+    LOCAL_QUEUE, QUEUE_LABEL, job_pods, pod_count, queues, running_pods, status, until_succeeded, workload,
+};
 
 /// `scheme`'s sample job named `name`, each pod requesting one CPU (and nothing else: the
 /// ClusterQueue covers CPU only), labelled for the LocalQueue unless `queue` is false.
@@ -76,50 +61,6 @@ async fn create_queued(ns: &TestNamespace, scheme: Scheme, name: &str) {
     );
 }
 
-/// The Workload Kueue made for the job named `job` (it owns it), once it has condition `type_`
-/// True (`Some(true)`), False (`Some(false)`), or exists (`None`).
-async fn workload(client: &Client, ns: &str, job: &str, condition: Option<(&str, bool)>) -> Value {
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(client.clone(), ns, &kueue_resource("Workload", "workloads"));
-    let what = format!("the Workload of {job} with {condition:?}");
-    let found = wait::until(&what, wait::default_timeout(), || {
-        let api = api.clone();
-        async move {
-            let list = api.list(&ListParams::default()).await.ok();
-            let owned = list.into_iter().flat_map(|l| l.items).find(|w| {
-                w.owner_references()
-                    .iter()
-                    .any(|o| o.name == job && o.api_version.starts_with("kubeflow.org/"))
-            });
-            Ok(owned
-                .map(|w| kfop_runtime::serde_json::to_value(w).unwrap())
-                .filter(|w| {
-                    condition.is_none_or(|(type_, want)| {
-                        let wanted = if want { "True" } else { "False" };
-                        w["status"]["conditions"]
-                            .as_array()
-                            .into_iter()
-                            .flatten()
-                            .any(|c| c["type"] == type_ && c["status"] == wanted)
-                    })
-                }))
-        }
-    })
-    .await;
-    match found {
-        Ok(w) => w,
-        Err(error) => {
-            let all = api.list(&ListParams::default()).await.unwrap();
-            let statuses: Vec<_> = all
-                .items
-                .iter()
-                .map(|w| (w.name_any(), w.data.get("status")))
-                .collect();
-            panic!("{error}; Workloads: {statuses:?}");
-        }
-    }
-}
-
 /// Waits until Kueue has admitted the job (its Workload Admitted, the job un-suspended) and kfop
 /// runs all its pods.
 async fn admitted_and_running(ns: &TestNamespace, scheme: Scheme, name: &str) -> Vec<Pod> {
@@ -150,77 +91,6 @@ async fn finish_and_succeed(ns: &TestNamespace, scheme: Scheme, name: &str, pods
     until_succeeded(&jobs(ns, scheme), name, "after Kueue admitted it").await;
 }
 
-/// Queue objects for one test namespace: a ResourceFlavor, a ClusterQueue of `cpus` CPUs for
-/// that namespace, and the LocalQueue [`LOCAL_QUEUE`] in it. Returns once the ClusterQueue is
-/// active.
-async fn queues(ns: &TestNamespace, cpus: usize) {
-    let client = ns.client();
-    let flavor = format!("flavor-{}", ns.name());
-    let cluster_queue = format!("cq-{}", ns.name());
-    let pp = PostParams::default();
-    let flavors: Api<DynamicObject> = Api::all_with(
-        client.clone(),
-        &kueue_resource("ResourceFlavor", "resourceflavors"),
-    );
-    flavors
-        .create(
-            &pp,
-            &object(json!({
-                "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
-                "metadata": { "name": flavor },
-            })),
-        )
-        .await
-        .unwrap();
-    let cqs: Api<DynamicObject> =
-        Api::all_with(client.clone(), &kueue_resource("ClusterQueue", "clusterqueues"));
-    cqs.create(&pp, &object(json!({
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
-        "metadata": { "name": cluster_queue },
-        "spec": {
-            "namespaceSelector": { "matchLabels": { "kubernetes.io/metadata.name": ns.name() } },
-            "resourceGroups": [{
-                "coveredResources": ["cpu"],
-                "flavors": [{ "name": flavor, "resources": [{ "name": "cpu", "nominalQuota": cpus.to_string() }] }],
-            }],
-        },
-    })))
-    .await
-    .unwrap();
-    let lqs: Api<DynamicObject> = Api::namespaced_with(
-        client.clone(),
-        ns.name(),
-        &kueue_resource("LocalQueue", "localqueues"),
-    );
-    lqs.create(
-        &pp,
-        &object(json!({
-            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-            "metadata": { "name": LOCAL_QUEUE, "namespace": ns.name() },
-            "spec": { "clusterQueue": cluster_queue },
-        })),
-    )
-    .await
-    .unwrap();
-    wait::until("the ClusterQueue active", wait::default_timeout(), || {
-        let cqs = cqs.clone();
-        let cluster_queue = cluster_queue.clone();
-        async move {
-            let cq = cqs.get(&cluster_queue).await.ok();
-            let active = cq.is_some_and(|cq| {
-                cq.data["status"]["conditions"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .any(|c| c["type"] == "Active" && c["status"] == "True")
-            });
-            Ok(active.then_some(()))
-        }
-    })
-    .await
-    .unwrap();
-}
-
 #[tokio::test]
 async fn kueue_queues_kubeflow_jobs_that_kfop_runs() {
     let env = TestEnv::shared().unwrap();
@@ -249,7 +119,7 @@ async fn kueue_queues_kubeflow_jobs_that_kfop_runs() {
         (Scheme::MpiJob, "mpi-first"),
     ];
     let quota: usize = first.iter().map(|(s, _)| pod_count(*s)).sum();
-    queues(&ns, quota).await;
+    queues(&ns.client(), ns.name(), quota, None).await;
 
     // Dispatched to a MultiKueue worker cluster: this cluster's operator must not run it.
     let elsewhere = "pt-multikueue";
