@@ -7,9 +7,10 @@
 //!
 //! Each scenario runs twice on private planes: a control run where Kubeflow keeps running
 //! ([`Mode::Control`], the oracle) and the takeover run ([`Mode::Takeover`]): stop Kubeflow,
-//! replace its CRDs with kfop's, start kfop; later `kfop-operator migrate-storage`, then the
-//! hand-back (`migrate-storage --to` Kubeflow's stored version, stop kfop, Kubeflow's CRDs,
-//! start Kubeflow). Both runs take a snapshot after every step; the pairs are diffed as the
+//! replace its CRDs with kfop's, `kfop-operator adopt`, start kfop; later `kfop-operator
+//! migrate-storage`, then the hand-back (`migrate-storage --to` Kubeflow's stored version, stop
+//! kfop, Kubeflow's CRDs, start Kubeflow). Before the takeover both runs are Kubeflow's alone;
+//! from it on each takes a snapshot after every step, and the pairs are diffed as the
 //! differential cases are ([`crate::report::Report`], declared differences from
 //! `allowed-differences.yaml`). Each handover also measures what the diff cannot: pods and
 //! services recreated (new UID under the same name), fields of a stored job lost to the new
@@ -228,6 +229,8 @@ pub struct Handover {
     pub storage: Vec<String>,
     /// Facts checked on the way, e.g. `MPIJob/v1 x read in v1 and v2beta1, created-as v1`.
     pub checks: Vec<String>,
+    /// What `kfop-operator adopt` printed (takeover).
+    pub adopted: Option<String>,
     /// From stopping the old operator to the new one ready.
     pub elapsed: Duration,
     /// When the new operator was ready.
@@ -246,8 +249,8 @@ pub struct RunRecord {
     pub elapsed: Duration,
 }
 
-/// Both runs of a scenario as the differential report pairs them: the control run is the
-/// `kubeflow` side, the takeover run the `kfop` side.
+/// Both runs of a scenario as the differential report pairs them, from the takeover on: the
+/// control run is the `kubeflow` side, the takeover run the `kfop` side.
 pub fn records(planned: &[Planned], control: &RunRecord, takeover: &RunRecord) -> Vec<CaseRecord> {
     planned
         .iter()
@@ -262,7 +265,9 @@ pub fn records(planned: &[Planned], control: &RunRecord, takeover: &RunRecord) -
             let empty = Vec::new();
             let a = control.steps.get(&p.case.name).unwrap_or(&empty);
             let b = takeover.steps.get(&p.case.name).unwrap_or(&empty);
-            for ((label, x), (other, y)) in a.iter().zip(b) {
+            // Before the takeover both runs are Kubeflow's alone: context, not the oracle.
+            let skip = p.phase(0).len();
+            for ((label, x), (other, y)) in a.iter().zip(b).skip(skip) {
                 if label != other {
                     record.error = Some(format!("steps out of line: {label} vs {other}"));
                     break;
@@ -324,16 +329,22 @@ pub async fn run(scenario: Scenario, mode: Mode, planned: &[Planned], bin: &Path
     progress("handing over");
     if mode == Mode::Takeover {
         let mut handover = Handover::default();
-        let at = Observed::read(&side, planned).await?;
         let stopping = Instant::now();
         for mut peer in kubeflow.drain(..) {
             peer.check_alive()?;
             drop(peer);
         }
+        // Read once nothing reconciles: a TTL deleting a job in between would be no loss.
+        let at = Observed::read(&side, planned).await?;
         let kfop_crds = operators::kfop_crds(bin, &scenario.schemes())?;
         install_crds(&client, kfop_crds).await?;
         let swapped = Observed::read(&side, planned).await?;
         at.compare_fields(&swapped, &mut handover);
+        handover.adopted = Some(kfop_command(
+            bin,
+            plane.kubeconfig(),
+            &["adopt", &format!("--namespace={NAMESPACE}")],
+        )?);
         let mut kfop = operators::start_kfop(
             bin,
             plane.kubeconfig(),
@@ -378,10 +389,10 @@ pub async fn run(scenario: Scenario, mode: Mode, planned: &[Planned], bin: &Path
             back,
             format!("status.storedVersions after: [{}]", stored.join(", ")),
         ];
-        let at = Observed::read(&side, planned).await?;
         let stopping = Instant::now();
         kfop.check_alive()?;
         drop(kfop);
+        let at = Observed::read(&side, planned).await?;
         // kfop's MPIJob CRD converts through kfop's webhook; Kubeflow's converts nothing, which
         // forbids a webhook configuration (and the URL kfop set is no field the apply owns).
         let none = json!({ "spec": { "conversion": { "strategy": "None", "webhook": null } } });
@@ -675,8 +686,13 @@ async fn check_v1_mpijobs(
 
 /// `kfop-operator migrate-storage --to <to>`, as a user runs it; what it printed.
 fn migrate_storage(bin: &Path, kubeconfig: &Path, to: &str) -> Result<String> {
+    kfop_command(bin, kubeconfig, &["migrate-storage", &format!("--to={to}")])
+}
+
+/// `kfop-operator <args>` against the plane, as a user runs it; what it printed.
+fn kfop_command(bin: &Path, kubeconfig: &Path, args: &[&str]) -> Result<String> {
     let output = Command::new(bin)
-        .args(["migrate-storage", &format!("--to={to}")])
+        .args(args)
         .env("KUBECONFIG", kubeconfig)
         .stdin(Stdio::null())
         .output()
@@ -686,7 +702,8 @@ fn migrate_storage(bin: &Path, kubeconfig: &Path, to: &str) -> Result<String> {
         Ok(text)
     } else {
         Err(Error::Operator(format!(
-            "`migrate-storage --to={to}` failed ({}): {text}{}",
+            "`{}` failed ({}): {text}{}",
+            args.join(" "),
             output.status,
             String::from_utf8_lossy(&output.stderr)
         )))

@@ -6,6 +6,7 @@ use futures::FutureExt;
 use kfop_runtime::dynamic::LoaderConfig;
 use kfop_runtime::manager::Manager;
 
+pub mod adopt;
 pub mod check;
 pub mod crds;
 pub mod deploy;

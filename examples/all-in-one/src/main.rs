@@ -5,14 +5,15 @@
 //! * `kfop-operator crds` prints every CRD;
 //! * `kfop-operator check` tells whether a cluster is ready for the operator;
 //! * `kfop-operator deploy` prints everything to install it (CRDs, RBAC, a Deployment);
-//! * `kfop-operator migrate-storage` rewrites a CRD's objects in one storage version.
+//! * `kfop-operator migrate-storage` rewrites a CRD's objects in one storage version;
+//! * `kfop-operator adopt` labels the children Kubeflow's MPI operators made, for kfop to see.
 //!
 //! The demo (a local control plane, one sample job per framework driven to Succeeded) is the
 //! separate `kfop-demo` crate (`examples/demo`), so this binary does not link `kfop-testenv`.
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use kfop_operator::{Flags, check, crds, deploy, load_frameworks, register, say, schemes, storage};
+use kfop_operator::{Flags, adopt, check, crds, deploy, load_frameworks, register, say, schemes, storage};
 use kfop_runtime::operator::run;
 
 #[derive(Debug, Parser)]
@@ -59,6 +60,14 @@ enum Command {
         #[arg(long, default_value = storage::DEFAULT_CRD)]
         crd: String,
     },
+    /// Label the children Kubeflow's MPI operators made (launcher Jobs, ConfigMaps, worker and
+    /// launcher pods, ...) so that kfop sees them: run it when taking over, before kfop starts;
+    /// it only adds labels
+    Adopt {
+        /// Only this namespace (default: all)
+        #[arg(long)]
+        namespace: Option<String>,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -103,6 +112,7 @@ async fn operator_main() -> ExitCode {
             .map(|text| say(text.trim_end()))
             .map_err(|e| e.to_string()),
         Some(Command::MigrateStorage { to, crd }) => migrate_storage(&crd, &to).await,
+        Some(Command::Adopt { namespace }) => adopt_children(namespace.as_deref()).await,
         None => {
             let runtime_frameworks = cli.flags.runtime_frameworks;
             run(&cli.flags.operator, "kfop-operator", |m| {
@@ -133,6 +143,18 @@ async fn migrate_storage(crd: &str, to: &str) -> Result<(), String> {
         .await
         .map_err(|e| e.to_string())?;
     say(&migrated.to_string());
+    Ok(())
+}
+
+/// `adopt`: prints what it labelled.
+async fn adopt_children(namespace: Option<&str>) -> Result<(), String> {
+    let client = kfop_runtime::kube::Client::try_default()
+        .await
+        .map_err(|e| format!("no cluster: {e}"))?;
+    let adopted = adopt::adopt(&client, namespace)
+        .await
+        .map_err(|e| e.to_string())?;
+    say(&adopted.to_string());
     Ok(())
 }
 
