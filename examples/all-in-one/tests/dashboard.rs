@@ -3,10 +3,14 @@
 //! exports: a renamed metric fails here, not on a platform team's screen.
 use std::collections::BTreeSet;
 
+use kfop_runtime::k8s_openapi::api::core::v1::ConfigMap;
+use kfop_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kfop_runtime::k8s_openapi::jiff::Timestamp;
 use kfop_runtime::metrics::{self, ClientRequestLabels, Metrics, ReconcileResult};
+use kfop_runtime::plan::{Hold, Progress};
 use kfop_runtime::serde_json;
 
-const PREFIXES: [&str; 3] = ["training_operator_", "controller_runtime_", "kfop_"];
+const PREFIXES: [&str; 4] = ["training_operator_", "controller_runtime_", "workqueue_", "kfop_"];
 
 /// The metric names a PromQL expression reads.
 fn metric_names(expr: &str) -> BTreeSet<String> {
@@ -51,6 +55,23 @@ fn exported() -> String {
         code: "201".to_owned(),
     };
     metrics::client().requests.get_or_create(&labels).inc();
+    metrics.queue("pytorchjob-controller", || 1);
+    metrics.queue_waited("pytorchjob-controller", std::time::Duration::from_millis(3));
+    let mut job = ConfigMap::default();
+    job.metadata.uid = Some("uid".to_owned());
+    job.metadata.creation_timestamp = Some(Time(Timestamp::now()));
+    let first = Progress {
+        first_pass: true,
+        held: Some(Hold::Gang),
+        ..Progress::default()
+    };
+    metrics.job_progress("PyTorchJob", &job, first);
+    let running = Progress {
+        pods_created: true,
+        pods_running: true,
+        ..Progress::default()
+    };
+    metrics.job_progress("PyTorchJob", &job, running);
     metrics.encode()
 }
 

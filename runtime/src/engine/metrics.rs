@@ -1,16 +1,23 @@
 //! Prometheus metrics an operator exposes: Kubeflow training-operator job counters, so existing
 //! dashboards and alerts keep working, controller-runtime's reconcile metrics, and the API
-//! requests the operator's client sends (`kfop_client_requests_total`).
+//! requests the operator's client sends (`kfop_client_requests_total`); controller-runtime's
+//! workqueue depth and wait, and kfop's job lifecycle histograms ([`lifecycle`]).
+mod lifecycle;
+
+use std::collections::HashSet;
 use std::fmt;
-use std::sync::LazyLock;
 use std::sync::atomic::AtomicU64;
-use std::time::Instant;
+use std::sync::{LazyLock, Mutex};
+use std::time::{Duration, Instant};
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
+
+use crate::plan::Progress;
 
 /// controller-runtime's `controller_runtime_reconcile_time_seconds` buckets, in seconds.
 const RECONCILE_TIME_BUCKETS: [f64; 11] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
@@ -67,6 +74,25 @@ struct ResultLabels {
 }
 
 type JobCounter = Family<JobLabels, Counter>;
+
+/// Labels of controller-runtime's workqueue metrics: the queue's name, which is its controller's.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct QueueLabels {
+    name: String,
+    controller: String,
+}
+
+impl QueueLabels {
+    fn of(controller: &str) -> Self {
+        Self {
+            name: controller.to_owned(),
+            controller: controller.to_owned(),
+        }
+    }
+}
+
+/// Reads a controller's queue depth at scrape time.
+type DepthSource = Box<dyn Fn() -> usize + Send + Sync>;
 
 /// Labels of `kfop_client_requests_total`: the request verb (`get`, `list`, `watch`, `create`,
 /// `update`, `patch`, `delete`), the resource (`pods`, `pytorchjobs/status`, ...) and the response
@@ -138,6 +164,10 @@ pub struct Metrics {
     reconcile: ReconcileFamilies,
     resyncs: Family<ControllerLabels, Counter>,
     resync_found_work: Family<FoundWorkLabels, Counter>,
+    queue_depth: Family<QueueLabels, Gauge>,
+    queue_depth_sources: Mutex<Vec<(QueueLabels, DepthSource)>>,
+    queue_wait: Family<QueueLabels, Histogram>,
+    lifecycle: lifecycle::Lifecycle,
 }
 
 impl Metrics {
@@ -201,6 +231,28 @@ impl Metrics {
             resync_found_work.clone(),
         );
 
+        let queue_depth = Family::<QueueLabels, Gauge>::default();
+        registry.register(
+            "workqueue_depth",
+            "Jobs waiting for a reconcile: triggered (their own or a child's watch event, a \
+             resync) with no reconcile started since. kube-runtime's controller keeps its queue \
+             to itself, so this is counted where kfop hands triggers to it; a job triggered while \
+             its reconcile runs waits for the next one",
+            queue_depth.clone(),
+        );
+        // controller-runtime's buckets: 10 ns to 1,000 s, by tens.
+        let queue_wait = Family::<QueueLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(1e-8, 10.0, 12))
+        });
+        registry.register_with_unit(
+            "workqueue_queue_duration",
+            "How long a job waited from its first trigger to the start of its reconcile (the \
+             wait workqueue_depth counts); timer requeues are not counted",
+            Unit::Seconds,
+            queue_wait.clone(),
+        );
+        let lifecycle = lifecycle::Lifecycle::register(&mut registry);
+
         let client = client();
         registry.register(
             "kfop_client_requests",
@@ -236,6 +288,10 @@ impl Metrics {
             reconcile,
             resyncs,
             resync_found_work,
+            queue_depth,
+            queue_depth_sources: Mutex::default(),
+            queue_wait,
+            lifecycle,
         }
     }
 
@@ -298,6 +354,48 @@ impl Metrics {
             .inc();
     }
 
+    /// Exports `controller`'s queue depth (`workqueue_depth`), read from `depth` at each scrape.
+    pub fn queue(&self, controller: &str, depth: impl Fn() -> usize + Send + Sync + 'static) {
+        let labels = QueueLabels::of(controller);
+        let _ = self.queue_depth.get_or_create(&labels);
+        let _ = self.queue_wait.get_or_create(&labels);
+        if let Ok(mut sources) = self.queue_depth_sources.lock() {
+            sources.push((labels, Box::new(depth)));
+        }
+    }
+
+    /// A job of `controller` waited `waited` from its trigger to its reconcile
+    /// (`workqueue_queue_duration_seconds`).
+    pub fn queue_waited(&self, controller: &str, waited: Duration) {
+        self.queue_wait
+            .get_or_create(&QueueLabels::of(controller))
+            .observe(waited.as_secs_f64());
+    }
+
+    /// Records where the job `job` of `kind` stands after a plan (`kfop_job_pods_created_seconds`,
+    /// `kfop_job_pods_running_seconds`, `kfop_job_held_seconds`), timed from its creation to now.
+    pub fn job_progress(&self, kind: &str, job: &impl kube::ResourceExt, progress: Progress) {
+        if let (Some(uid), Some(created)) = (job.uid(), job.creation_timestamp()) {
+            self.lifecycle.observe(
+                kind,
+                &uid,
+                created.0,
+                progress,
+                k8s_openapi::jiff::Timestamp::now(),
+            );
+        }
+    }
+
+    /// Forgets the lifecycle of the job with `uid`, gone.
+    pub fn forget_job(&self, uid: &str) {
+        self.lifecycle.forget(uid);
+    }
+
+    /// Forgets the lifecycle of every job of `kind` whose UID is not in `live`.
+    pub fn retain_jobs(&self, kind: &str, live: &HashSet<String>) {
+        self.lifecycle.retain(kind, live);
+    }
+
     /// Starts timing one reconcile; dropping the guard records duration, and `result` counts.
     ///
     /// The result defaults to [`ReconcileResult::Success`]; call [`ReconcileTimer::set_result`]
@@ -333,6 +431,12 @@ impl Metrics {
 
     /// Encodes every metric in the OpenMetrics text format, ending with `# EOF`.
     pub fn encode(&self) -> String {
+        if let Ok(sources) = self.queue_depth_sources.lock() {
+            for (labels, depth) in sources.iter() {
+                let depth = i64::try_from(depth()).unwrap_or(i64::MAX);
+                self.queue_depth.get_or_create(labels).set(depth);
+            }
+        }
         let mut text = String::new();
         if let Err(error) = prometheus_client::encoding::text::encode(&mut text, &self.registry) {
             // Unreachable in practice (a `String` sink and infallible label encoders); a truncated
@@ -682,6 +786,33 @@ mod tests {
         assert_line(
             &metrics,
             r#"controller_runtime_reconcile_time_seconds_count{controller="jaxjob"} 16"#,
+        );
+    }
+
+    #[test]
+    fn queue_depth_is_read_at_each_scrape_and_waits_count() {
+        let metrics = Metrics::new();
+        let depth = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(3));
+        let read = depth.clone();
+        metrics.queue("tfjob-controller", move || {
+            read.load(std::sync::atomic::Ordering::Relaxed)
+        });
+        let labels = r#"{name="tfjob-controller",controller="tfjob-controller"}"#;
+        assert_line(&metrics, &format!("workqueue_depth{labels} 3"));
+        depth.store(0, std::sync::atomic::Ordering::Relaxed);
+        assert_line(&metrics, &format!("workqueue_depth{labels} 0"));
+        assert_line(
+            &metrics,
+            &format!("workqueue_queue_duration_seconds_count{labels} 0"),
+        );
+        metrics.queue_waited("tfjob-controller", Duration::from_millis(20));
+        assert_line(
+            &metrics,
+            &format!("workqueue_queue_duration_seconds_count{labels} 1"),
+        );
+        assert_line(
+            &metrics,
+            &format!("workqueue_queue_duration_seconds_sum{labels} 0.02"),
         );
     }
 

@@ -181,7 +181,10 @@ fn plan_job(ctx: &Context, job: &PackedJob) -> Result<crate::plan::Plan> {
 )]
 async fn reconcile(job: Arc<PackedJob>, ctx: Arc<Context>) -> Result<Action> {
     let owner = Owner::of(job.as_ref());
-    ctx.activity.started(&owner, Instant::now());
+    if let Some(waited) = ctx.activity.started(&owner, Instant::now()) {
+        ctx.metrics
+            .queue_waited(&ctx.framework.info().controller_name, waited);
+    }
     let (result, requeue) = reconcile_once(job.as_ref(), &ctx).await;
     ctx.activity.finished(
         &owner,
@@ -206,6 +209,8 @@ async fn reconcile_once(job: &PackedJob, ctx: &Context) -> (Result<()>, Option<D
     }
     let (result, requeue) = match plan_job(ctx, job) {
         Ok(plan) => {
+            ctx.metrics
+                .job_progress(&ctx.framework.kind().kind, job, plan.progress);
             tracing::debug!(
                 create_pods = plan.create_pods.len(),
                 delete_pods = plan.delete_pods.len(),
@@ -272,6 +277,7 @@ fn resync_once(
     ctx.created.retain(&uids);
     ctx.deleted.retain(&uids);
     ctx.activity.retain(&owners);
+    ctx.metrics.retain_jobs(&ctx.framework.kind().kind, &uids);
     // Gone jobs are forgotten either way. Caches that have not synced (or whose watch waits for
     // a first job) would show work that is not there; each job's reconcile waits for them.
     if !ctx.is_synced() {
@@ -349,6 +355,10 @@ pub async fn run(
     let name = ctx.framework.info().controller_name.clone();
     tracing::info!(controller = %name, "starting");
     ctx.metrics.controller_started(&name);
+    let queued = Arc::downgrade(&ctx);
+    ctx.metrics.queue(&name, move || {
+        queued.upgrade().map_or(0, |ctx| ctx.activity.pending())
+    });
     let writer = reflector::store::Writer::new(job_type.clone());
     let reader = writer.as_reader();
     let on_job = ctx.clone();
@@ -396,6 +406,7 @@ fn note_job_event(ctx: &Context, job: crate::relist::Settled<PackedJob>) -> Opti
         ctx.created.forget(&uid);
         ctx.deleted.forget(&uid);
         ctx.activity.forget(&Owner::of(gone));
+        ctx.metrics.forget_job(&uid);
     }
     let job = job.present()?;
     ctx.activity.triggered(&Owner::of(&job), Instant::now());

@@ -63,9 +63,22 @@ impl PerJob<Owner, Seen> {
         });
     }
 
-    /// A reconcile of `job` started.
-    pub fn started(&self, job: &Owner, now: Instant) {
-        self.update(job, |s| s.started = Some(now));
+    /// A reconcile of `job` started; returns how long the trigger it serves waited, if one did.
+    pub fn started(&self, job: &Owner, now: Instant) -> Option<Duration> {
+        let mut waited = None;
+        self.update(job, |s| {
+            if s.pending() {
+                waited = s.triggered.map(|t| now.saturating_duration_since(t));
+            }
+            s.started = Some(now);
+        });
+        waited
+    }
+
+    /// How many jobs wait for a reconcile to start (the controller's queue depth).
+    pub fn pending(&self) -> usize {
+        self.lock()
+            .map_or(0, |by_job| by_job.values().filter(|s| s.pending()).count())
     }
 
     /// A reconcile of `job` ended; the controller runs it again after `requeue`, if any.
@@ -171,7 +184,13 @@ mod tests {
             Some(Overdue::TriggerDropped)
         );
         // Served: the next start clears it, and a later trigger starts a new wait.
-        a.started(&b, t0 + QUEUE_BOUND * 2);
+        assert_eq!(a.pending(), 2, "both wait");
+        assert_eq!(
+            a.started(&b, t0 + QUEUE_BOUND * 2),
+            Some(QUEUE_BOUND * 2 - Duration::from_secs(1)),
+            "waited from its first trigger"
+        );
+        assert_eq!(a.pending(), 1);
         a.triggered(&b, t0 + QUEUE_BOUND * 2);
         assert_eq!(a.overdue(&b, t0 + QUEUE_BOUND * 2 + QUEUE_BOUND / 2, t0), None);
     }

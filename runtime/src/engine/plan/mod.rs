@@ -64,6 +64,34 @@ pub struct Plan {
     pub delete_job: bool,
     /// Reconcile again after this long even if nothing changes (deadline, TTL).
     pub requeue_after: Option<Duration>,
+    /// Where the job stands, for the lifecycle metrics; not work.
+    pub progress: Progress,
+}
+
+/// Where a job stands after a plan: what the lifecycle metrics time (creation to all pods
+/// created, to Running, how long a hold lasted).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// No operator had reconciled the job before (its status had no Created condition), so its
+    /// whole life is ahead of whoever planned this.
+    pub first_pass: bool,
+    /// Every pod the engine creates for the job's replicas exists (an MPIJob's launcher runs
+    /// in a batch Job and is not one of them).
+    pub pods_created: bool,
+    /// Every one of those pods is Running (or has already succeeded).
+    pub pods_running: bool,
+    /// What holds the job back from running its pods, if anything.
+    pub held: Option<Hold>,
+    pub finished: bool,
+}
+
+/// What holds a job's pods back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Hold {
+    /// `runPolicy.suspend` (set by the user or a queue such as Kueue).
+    Suspended,
+    /// Gang scheduling: the PodGroup is missing from the cache or not admitted yet.
+    Gang,
 }
 
 impl Plan {
@@ -220,6 +248,11 @@ pub fn plan<F: Framework>(
         }
     }
     let phase = reconcile_job(framework, job, &specs, observed, &mut d)?;
+    let code = framework.code_for(job);
+    let expected_pods = (specs.iter())
+        .filter(|(role, _)| code.creates_pods(job, role))
+        .fold(0i32, |sum, (_, spec)| sum.saturating_add(spec.replicas()));
+    d.plan.progress = progress(&old, &d.status, observed, expected_pods, &d.name, phase);
     let ctx = JobContext {
         job,
         specs: &specs,
@@ -255,6 +288,36 @@ pub fn plan<F: Framework>(
     d.plan.patch_objects = changes.patch;
     d.plan.delete_objects = changes.delete;
     Ok(finish(d, &old))
+}
+
+fn progress(
+    old: &JobStatus,
+    new: &JobStatus,
+    observed: &Observed,
+    expected_pods: i32,
+    job: &str,
+    at: JobPhase,
+) -> Progress {
+    let live = observed
+        .pods
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none());
+    let (existing, running) = live.fold((0i32, 0i32), |(existing, running), pod| {
+        let ran = matches!(phase(pod), "Running" | "Succeeded");
+        (existing.saturating_add(1), running.saturating_add(i32::from(ran)))
+    });
+    let active = at == JobPhase::Active && expected_pods > 0;
+    Progress {
+        first_pass: old.condition(JobConditionType::Created).is_none(),
+        pods_created: active && existing >= expected_pods,
+        pods_running: active && running >= expected_pods,
+        held: match at {
+            JobPhase::Suspended => Some(Hold::Suspended),
+            JobPhase::Active if gang_holds(observed, job) => Some(Hold::Gang),
+            _ => None,
+        },
+        finished: at == JobPhase::Finished || new.is_finished(),
+    }
 }
 
 /// Reconciles pods, services and conditions; returns where the job now is.
