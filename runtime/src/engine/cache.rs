@@ -49,7 +49,16 @@ fn slim_pod_status(status: PodStatus) -> PodStatus {
         reason: status.reason,
         message: status.message,
         start_time: status.start_time,
-        conditions: status.conditions,
+        // PodScheduled is dropped: no plan reads it, and a pod's binding would otherwise be a
+        // change that reconciles its job for nothing (one per pod).
+        conditions: status
+            .conditions
+            .map(|all| {
+                all.into_iter()
+                    .filter(|c| c.type_ != "PodScheduled")
+                    .collect::<Vec<_>>()
+            })
+            .filter(|kept| !kept.is_empty()),
         container_statuses: containers(status.container_statuses),
         init_container_statuses: containers(status.init_container_statuses),
         ..PodStatus::default()

@@ -1,12 +1,13 @@
 //! A shared cache of one child kind with an index by controlling owner, kept beside
 //! kube-runtime's store (which has no secondary index) and updated from the same watch, so a
 //! reconcile reads its own job's children instead of scanning every cached object.
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use kube::api::DynamicObject;
 use kube::runtime::reflector::{Lookup, ObjectRef, Store};
+use kube::runtime::watcher;
 
 use crate::relist::{Settled, key};
 
@@ -33,6 +34,14 @@ where
 
     /// The object as a reconcile reads it.
     fn expand(this: &Arc<Self>) -> Arc<Self::Full>;
+
+    /// Whether `newer`, a later version of this object, shows a plan nothing this one did not:
+    /// its watch event is then no reason to reconcile the owner. Objects cached whole count
+    /// every change.
+    fn plans_alike(&self, newer: &Self) -> bool {
+        let _ = newer;
+        false
+    }
 }
 
 /// Owned objects of other kinds (ConfigMaps, Jobs, PodGroups, ...) are few and cached whole.
@@ -108,6 +117,20 @@ where
     /// Whether the store has listed once. Not `Store::wait_until_ready` for every reconcile:
     /// its oneshot keeps one waker, so of several tasks waiting at once only the last wakes.
     listed: Arc<tokio::sync::watch::Sender<bool>>,
+    /// Which watch events tell an owner's reconcile nothing new ([`Children::note`]).
+    news: Arc<Mutex<News>>,
+}
+
+/// Watch events that change nothing a plan reads: the echo of a create this process made (the
+/// reconcile that made it already plans with the object as the create returned it), and a
+/// change of what the cache drops (a pod's binding, its resourceVersion).
+#[derive(Debug, Default)]
+struct News {
+    /// Creates of this process in flight (`None`) or done (the resourceVersion they returned),
+    /// until their watch event comes.
+    created: HashMap<Key, Option<Box<str>>>,
+    /// Objects whose event being applied now is not news.
+    quiet: HashSet<Key>,
 }
 
 /// How long a reconcile waits for a cache to list its objects before it fails and is retried
@@ -130,6 +153,7 @@ where
             index: self.index.clone(),
             wanted: self.wanted.clone(),
             listed: self.listed.clone(),
+            news: self.news.clone(),
         }
     }
 }
@@ -167,6 +191,7 @@ where
             index: Arc::default(),
             wanted: Arc::new(tokio::sync::watch::channel(false).0),
             listed: Arc::new(tokio::sync::watch::channel(false).0),
+            news: Arc::default(),
         }
     }
 
@@ -204,13 +229,72 @@ where
         *self.wanted.borrow() && *self.listed.borrow()
     }
 
-    /// Updates the index with an object the store already holds (or no longer holds).
-    pub fn record(&self, child: &Settled<C>) {
+    /// Notes a create of this process about to be sent: its watch event may come before the
+    /// create returns.
+    pub fn creating(&self, namespace: Option<&str>, name: &str) {
+        self.set_created(namespace, name, Some(None));
+    }
+
+    /// Notes how a create of [`Children::creating`] ended: the resourceVersion of the object it
+    /// stored, or none (it failed, or found the object there already: its events are news).
+    pub fn created(&self, namespace: Option<&str>, name: &str, resource_version: Option<&str>) {
+        self.set_created(namespace, name, resource_version.map(|rv| Some(rv.into())));
+    }
+
+    fn set_created(&self, namespace: Option<&str>, name: &str, state: Option<Option<Box<str>>>) {
+        let key = (namespace.map(str::to_owned), name.to_owned());
+        let mut news = self.news.lock().unwrap_or_else(PoisonError::into_inner);
+        match state {
+            // Its event came first (and was taken): nothing is left to wait for.
+            Some(Some(_)) if !news.created.contains_key(&key) => {}
+            Some(state) => {
+                news.created.insert(key, state);
+            }
+            None => {
+                news.created.remove(&key);
+            }
+        }
+    }
+
+    /// Looks at a watch event before the store applies it: whether the object it brings tells a
+    /// plan anything the cached version (or our own create) did not.
+    pub fn note(&self, event: &watcher::Event<C>) {
+        let watcher::Event::Apply(object) = event else {
+            return;
+        };
+        let key = key(object);
+        let mut cached = ObjectRef::new_with(&key.1, self.dyntype.clone());
+        cached.namespace.clone_from(&key.0);
+        let mut news = self.news.lock().unwrap_or_else(PoisonError::into_inner);
+        let created = news.created.remove(&key);
+        let quiet = match self.store.get(&cached) {
+            Some(before) => before.plans_alike(object),
+            // The first version of an object this process is creating, or created.
+            None => created
+                .is_some_and(|rv| rv.is_none_or(|rv| object.resource_version().as_deref() == Some(&*rv))),
+        };
+        if quiet {
+            news.quiet.insert(key);
+        } else {
+            news.quiet.remove(&key);
+        }
+    }
+
+    /// Updates the index with an object the store already holds (or no longer holds); whether
+    /// the change is news to its owner's plan ([`Children::note`]).
+    pub fn record(&self, child: &Settled<C>) -> bool {
         let key = key(child.object());
+        let quiet = {
+            let mut news = self.news.lock().unwrap_or_else(PoisonError::into_inner);
+            if matches!(child, Settled::Gone(_)) {
+                news.created.remove(&key);
+            }
+            news.quiet.remove(&key) && matches!(child, Settled::Present(_))
+        };
         let mut index = self.index.write().unwrap_or_else(PoisonError::into_inner);
         index.unlink(&key);
         let Settled::Present(object) = child else {
-            return;
+            return true;
         };
         if let Some(owner) = object.controller() {
             let mut cached = ObjectRef::new_with(&key.1, self.dyntype.clone());
@@ -226,6 +310,7 @@ where
                 .insert(key.clone(), stored);
             index.owner_of.insert(key, owner.uid.to_owned());
         }
+        !quiet
     }
 
     /// The cached objects controlled by the object with `owner_uid`, as reconciles read them.
@@ -296,6 +381,64 @@ mod tests {
         assert!(names("a").is_empty());
         assert_eq!(children.owners(), 1);
         assert!(children.of("nobody").is_empty());
+    }
+
+    /// `name` of owner `a` at resourceVersion `rv`, in `phase`, with `conditions`.
+    fn pod_at(name: &str, rv: &str, phase: &str, conditions: serde_json::Value) -> CachedPod {
+        CachedPod::from(
+            serde_json::from_value::<ObservedPod>(json!({
+                "metadata": { "name": name, "namespace": "ns", "resourceVersion": rv,
+                    "ownerReferences": [{ "apiVersion": "v1", "kind": "J", "name": "j", "uid": "a", "controller": true }] },
+                "status": { "phase": phase, "conditions": conditions },
+            }))
+            .unwrap(),
+        )
+    }
+
+    #[test]
+    fn only_changes_a_plan_reads_are_news() {
+        let (store, mut writer) = reflector::store::<CachedPod>();
+        let children = Children::new(store, ());
+        let mut news = |p: CachedPod| {
+            let event = Event::Apply(p.clone());
+            children.note(&event);
+            writer.apply_watcher_event(&event);
+            children.record(&Settled::Present(p))
+        };
+        // Our own creates: in flight when the event comes, or returned with its version.
+        children.creating(Some("ns"), "p-0");
+        assert!(
+            !news(pod_at("p-0", "1", "Pending", json!([]))),
+            "echo of a create in flight"
+        );
+        children.created(Some("ns"), "p-0", Some("1"));
+        children.creating(Some("ns"), "p-1");
+        children.created(Some("ns"), "p-1", Some("2"));
+        assert!(
+            !news(pod_at("p-1", "2", "Pending", json!([]))),
+            "echo of a create"
+        );
+        assert!(
+            news(pod_at("p-2", "3", "Pending", json!([]))),
+            "someone else's pod"
+        );
+        children.creating(Some("ns"), "p-3");
+        children.created(Some("ns"), "p-3", None);
+        assert!(
+            news(pod_at("p-3", "4", "Pending", json!([]))),
+            "a create that failed or found one"
+        );
+        // A binding changes only what the cache drops.
+        let scheduled = json!([{ "type": "PodScheduled", "status": "True" }]);
+        assert!(!news(pod_at("p-0", "5", "Pending", scheduled.clone())), "bound");
+        assert!(news(pod_at("p-0", "6", "Running", scheduled)), "running");
+        let gone = pod_at("p-0", "7", "Running", json!([]));
+        writer.apply_watcher_event(&Event::Delete(gone.clone()));
+        assert!(children.record(&Settled::Gone(gone)), "a deletion is always news");
+        assert!(
+            children.news.lock().unwrap().created.is_empty(),
+            "nothing left waiting"
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -141,6 +141,31 @@ impl CachedMeta {
         }
     }
 
+    /// Equal but for the resourceVersion.
+    fn alike(&self, other: &Self) -> bool {
+        let Self {
+            name,
+            namespace,
+            uid,
+            resource_version: _,
+            creation_timestamp,
+            deletion_timestamp,
+            labels,
+            annotations,
+            owner_references,
+            rare,
+        } = self;
+        *name == other.name
+            && *namespace == other.namespace
+            && *uid == other.uid
+            && *creation_timestamp == other.creation_timestamp
+            && *deletion_timestamp == other.deletion_timestamp
+            && *labels == other.labels
+            && *annotations == other.annotations
+            && *owner_references == other.owner_references
+            && *rare == other.rare
+    }
+
     fn controller(&self) -> Option<ControllerRef<'_>> {
         let owner = self
             .owner_references
@@ -353,6 +378,10 @@ impl Cached for CachedPod {
             status: this.status.as_ref().map(|s| s.expand()),
         })
     }
+
+    fn plans_alike(&self, newer: &Self) -> bool {
+        self.metadata.alike(&newer.metadata) && self.status == newer.status
+    }
 }
 
 /// A cached child service: its metadata, compact.
@@ -380,6 +409,10 @@ impl Cached for CachedService {
 
     fn expand(this: &Arc<Self>) -> Arc<ObservedService> {
         Arc::new(this.metadata.expand().into_response_partial::<Service>())
+    }
+
+    fn plans_alike(&self, newer: &Self) -> bool {
+        self.metadata.alike(&newer.metadata)
     }
 }
 

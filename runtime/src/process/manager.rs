@@ -547,9 +547,16 @@ async fn route_children<K>(
     K::DynamicType: Eq + std::hash::Hash + Clone + Send + Sync,
 {
     let reader = writer.as_reader();
+    let noted = children.clone();
+    let watch = watch.inspect(move |event| {
+        if let Ok(event) = event {
+            noted.note(event);
+        }
+    });
     let routed = crate::relist::settled(reflector::reflector(writer, watch), reader).for_each(|child| {
-        children.record(&child);
-        router.route(child.object());
+        if children.record(&child) {
+            router.route(child.object());
+        }
         std::future::ready(())
     });
     futures::future::join(routed, children.follow_store()).await;

@@ -1,5 +1,7 @@
 //! Carrying out a plan: thin and idempotent. A create that finds the object (409) and a delete
 //! that finds nothing (404) or a newer object (409 on the UID precondition) are successes.
+use std::sync::Arc;
+
 use futures::{StreamExt, stream};
 use k8s_openapi::api::core::v1::{ObjectReference, Pod, Service};
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions};
@@ -12,8 +14,9 @@ use crate::packed::PackedJob;
 use crate::plan::{ChildRef, DesiredObject, EventType, JobEvent, JobMetric, ObjectRef, Plan, merge_patch};
 
 /// Applies `plan` to `job`. Children first (in parallel), then the status, then events and
-/// metrics; the first error is returned after everything else was attempted.
-pub async fn apply(ctx: &Context, job: &PackedJob, plan: Plan) -> Result<()> {
+/// metrics; the first error is returned after everything else was attempted, with what the job
+/// as a status write returned it has left to do.
+pub async fn apply(ctx: &Context, job: &PackedJob, plan: Plan) -> (Result<()>, Option<Next>) {
     let ns = job.namespace().unwrap_or_default();
     let uid = job.uid().unwrap_or_default();
     let mut first_error: Option<Error> = None;
@@ -62,6 +65,7 @@ pub async fn apply(ctx: &Context, job: &PackedJob, plan: Plan) -> Result<()> {
     }
 
     let mut status_stored = true;
+    let mut next = None;
     if let Some(status) = &plan.status {
         let jobs: Api<PackedJob> = Api::all_with(ctx.client.clone(), ctx.framework.kind()).constrain(&ns);
         let patch = json!({ "status": status });
@@ -69,7 +73,17 @@ pub async fn apply(ctx: &Context, job: &PackedJob, plan: Plan) -> Result<()> {
             .patch_status(&job.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
             .await
         {
-            Ok(updated) => ctx.written.record(&uid, updated.resource_version().as_deref()),
+            Ok(updated) => {
+                // The job as written is planned here, not on the write's watch event: what is
+                // left (a finished job's clean-up and TTL) is the reconcile's next step.
+                let updated = Arc::new(updated);
+                next = Some(match super::plan_job(ctx, &updated) {
+                    Ok(plan) if plan.has_work() => Next::Pass(updated.clone()),
+                    Ok(plan) => Next::Requeue(plan.requeue_after),
+                    Err(_) => Next::Pass(updated.clone()),
+                });
+                ctx.written.record(&uid, updated);
+            }
             Err(source) => {
                 status_stored = false;
                 first_error.get_or_insert(Error::Kube {
@@ -130,7 +144,16 @@ pub async fn apply(ctx: &Context, job: &PackedJob, plan: Plan) -> Result<()> {
         events.extend(plan.events);
     }
     publish(ctx, job, events).await;
-    first_error.map_or(Ok(()), Err)
+    (first_error.map_or(Ok(()), Err), next)
+}
+
+/// What planning a job as its status write returned it found.
+#[derive(Debug)]
+pub enum Next {
+    /// More to do: a pass over the job as written.
+    Pass(Arc<PackedJob>),
+    /// Nothing to do until then (a deadline, a TTL), if ever.
+    Requeue(Option<std::time::Duration>),
 }
 
 /// One write of a plan.
@@ -156,6 +179,14 @@ struct Outcome {
 }
 
 impl Outcome {
+    /// The resourceVersion of the pod or service this change created.
+    fn created_version(&self) -> Option<&str> {
+        match self.created.as_ref()? {
+            NewChild::Pod(pod) => pod.metadata.resource_version.as_deref(),
+            NewChild::Service(service) => service.metadata.resource_version.as_deref(),
+        }
+    }
+
     fn failed(error: Error) -> Self {
         Self {
             error: Some(error),
@@ -181,9 +212,19 @@ impl Change<'_> {
             Self::DeleteService(child) => {
                 delete_child(&Api::<Service>::namespaced(client, ns), child, "service", ns).await
             }
-            Self::CreatePod(pod) => create_child(&Api::namespaced(client, ns), pod, "pod", ns).await,
+            Self::CreatePod(pod) => {
+                let name = pod.name_any();
+                ctx.pods.creating(Some(ns), &name);
+                let outcome = create_child(&Api::namespaced(client, ns), pod, "pod", ns).await;
+                ctx.pods.created(Some(ns), &name, outcome.created_version());
+                outcome
+            }
             Self::CreateService(service) => {
-                create_child(&Api::namespaced(client, ns), service, "service", ns).await
+                let name = service.name_any();
+                ctx.services.creating(Some(ns), &name);
+                let outcome = create_child(&Api::namespaced(client, ns), service, "service", ns).await;
+                ctx.services.created(Some(ns), &name, outcome.created_version());
+                outcome
             }
             Self::DeleteObject(ObjectRef { resource, child }) => {
                 let api: Api<DynamicObject> = Api::namespaced_with(client, ns, resource);

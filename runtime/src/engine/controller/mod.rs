@@ -23,7 +23,7 @@ use kube::runtime::reflector::{self, ObjectRef, Store, reflector};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 
-pub use apply::apply;
+pub use apply::{Next, apply};
 pub use events::EventWriter;
 pub use observe::{Created, Deleted, NewChild, observe};
 pub use per_job::PerJob;
@@ -124,8 +124,6 @@ impl Context {
     }
 }
 
-/// A stale cached job (older than our own status write) is looked at again shortly.
-const STALE_RETRY: Duration = Duration::from_millis(300);
 /// Failed reconciles are retried after this long.
 const ERROR_RETRY: Duration = Duration::from_secs(2);
 /// A child's change reaches its job's reconcile this long after the first change of a burst, so
@@ -198,16 +196,38 @@ async fn reconcile(job: Arc<PackedJob>, ctx: Arc<Context>) -> Result<Action> {
 async fn reconcile_once(job: &PackedJob, ctx: &Context) -> (Result<()>, Option<Duration>) {
     let mut timer = ctx.metrics.reconcile(&ctx.framework.info().controller_name);
     let uid = job.uid().unwrap_or_default();
-    if ctx.written.is_stale(&uid, job.resource_version().as_deref()) {
-        tracing::debug!(rv = ?job.resource_version(), "cached job older than our write");
-        timer.set_result(ReconcileResult::Requeue);
-        return (Ok(()), Some(STALE_RETRY));
+    let written = ctx.written.newer_than(&uid, job.resource_version().as_deref());
+    if let Some(written) = &written {
+        tracing::debug!(cached = ?job.resource_version(), written = ?written.resource_version(), "planning from our write, which the cache does not show yet");
     }
+    let job = written.as_deref().unwrap_or(job);
     if let Err(stopped) = ctx.synced().await {
         timer.set_result(ReconcileResult::Error);
         return (Err(stopped.into()), None);
     }
-    let (result, requeue) = match plan_job(ctx, job) {
+    let (mut result, mut next) = pass(ctx, job).await;
+    // A status write that leaves the job more to do (a finished job's clean-up and TTL) is
+    // followed by that pass now, from the job as written, rather than by its watch event.
+    if let (Ok(()), Some(Next::Pass(written))) = (&result, &next) {
+        let written = written.clone();
+        (result, next) = pass(ctx, &written).await;
+    }
+    let requeue = match next {
+        Some(Next::Requeue(after)) => after,
+        // Still more to do after two passes: another reconcile, at once.
+        Some(Next::Pass(_)) => Some(Duration::ZERO),
+        None => None,
+    };
+    timer.set_result(match &result {
+        Ok(()) => ReconcileResult::Success,
+        Err(_) => ReconcileResult::Error,
+    });
+    (result, requeue)
+}
+
+/// Plans `job` and applies the plan: the result, and what comes next without a new event.
+async fn pass(ctx: &Context, job: &PackedJob) -> (Result<()>, Option<Next>) {
+    match plan_job(ctx, job) {
         Ok(plan) => {
             ctx.metrics
                 .job_progress(&ctx.framework.kind().kind, job, plan.progress);
@@ -222,15 +242,12 @@ async fn reconcile_once(job: &PackedJob, ctx: &Context) -> (Result<()>, Option<D
                 "planned"
             );
             let requeue = plan.requeue_after;
-            (apply(ctx, job, plan).await, requeue)
+            let (result, next) = apply(ctx, job, plan).await;
+            // Without a status write, the plan says when to look again.
+            (result, Some(next.unwrap_or(Next::Requeue(requeue))))
         }
         Err(error) => (Err(error), None),
-    };
-    timer.set_result(match &result {
-        Ok(()) => ReconcileResult::Success,
-        Err(_) => ReconcileResult::Error,
-    });
-    (result, requeue)
+    }
 }
 
 fn error_policy(job: Arc<PackedJob>, error: &Error, _ctx: Arc<Context>) -> Action {
@@ -409,6 +426,12 @@ fn note_job_event(ctx: &Context, job: crate::relist::Settled<PackedJob>) -> Opti
         ctx.metrics.forget_job(&uid);
     }
     let job = job.present()?;
+    if ctx
+        .written
+        .is_quiet_echo(&job.uid().unwrap_or_default(), job.resource_version().as_deref())
+    {
+        return None;
+    }
     ctx.activity.triggered(&Owner::of(&job), Instant::now());
     Some(job)
 }
@@ -514,7 +537,10 @@ mod tests {
         while rx.try_recv().is_ok() {}
 
         // A gone job's state is dropped.
-        ctx.written.record("uid-gone", Some("7"));
+        let mut gone = test_job("gone");
+        gone.metadata.resource_version = Some("7".into());
+        ctx.written
+            .record("uid-gone", Arc::new(PackedJob::pack(gone).unwrap()));
         ctx.activity
             .triggered(&Owner::of(&test_job("gone")), Instant::now());
         resync_once(&ctx, &jobs, &tx, now);
