@@ -277,7 +277,7 @@ fn job(scheme: Scheme, name: &str, end: End) -> DynamicObject {
 }
 
 /// The pods of a job built by [`job`]: one per role.
-fn pod_count(scheme: Scheme) -> usize {
+fn pods_per_job(scheme: Scheme) -> usize {
     let (_, mut sample) = samples::sample(scheme).unwrap();
     samples::replica_specs_mut(&mut sample).unwrap().len()
 }
@@ -323,10 +323,9 @@ struct JobSeen {
     uids: Vec<String>,
     /// When each condition was first seen True.
     conditions: HashMap<String, Instant>,
-    /// Its last status, the one it had when deleted once it is gone.
+    /// Its last status (a deleted job's: the one it had when deleted).
     status: Value,
     annotations: std::collections::BTreeMap<String, String>,
-    gone: bool,
 }
 
 #[derive(Debug)]
@@ -370,12 +369,15 @@ impl Recorder {
                 tasks.push(tokio::spawn(async move {
                     let mut events = watcher(api, watcher::Config::default()).default_backoff().boxed();
                     while let Some(event) = events.next().await {
-                        match event {
-                            Ok(watcher::Event::Apply(job) | watcher::Event::InitApply(job)) => {
-                                record_job(&seen, side, &job, false);
-                            }
-                            Ok(watcher::Event::Delete(job)) => record_job(&seen, side, &job, true),
-                            _ => {}
+                        // A deletion carries the job's last state: the worker's copy is
+                        // deleted right after it finishes.
+                        if let Ok(
+                            watcher::Event::Apply(job)
+                            | watcher::Event::InitApply(job)
+                            | watcher::Event::Delete(job),
+                        ) = event
+                        {
+                            record_job(&seen, side, &job);
                         }
                     }
                 }));
@@ -421,7 +423,7 @@ impl Recorder {
     }
 }
 
-fn record_job(seen: &Mutex<Seen>, side: Side, job: &DynamicObject, deleted: bool) {
+fn record_job(seen: &Mutex<Seen>, side: Side, job: &DynamicObject) {
     let now = Instant::now();
     let mut seen = seen.lock().unwrap();
     let entry = seen.jobs.entry((side, job.name_any())).or_default();
@@ -439,7 +441,6 @@ fn record_job(seen: &Mutex<Seen>, side: Side, job: &DynamicObject, deleted: bool
     }
     entry.status = status;
     entry.annotations = job.annotations().clone();
-    entry.gone = deleted;
 }
 
 fn record_pod(seen: &Mutex<Seen>, side: Side, pod: &Pod) {
@@ -628,7 +629,7 @@ async fn runs_on_worker(
 /// counting active replicas and its Workload its quota; see docs/multikueue.md.)
 async fn stop_then_delete(manager: &Cluster, worker: &Cluster, scheme: Scheme, name: &str) {
     let (on_manager, on_worker) = (jobs(&manager.client, scheme), jobs(&worker.client, scheme));
-    runs_on_worker(&worker.client, &on_worker, name, pod_count(scheme), None).await;
+    runs_on_worker(&worker.client, &on_worker, name, pods_per_job(scheme), None).await;
     // Its status is mirrored while it runs.
     until_job(&on_manager, name, "Running on the manager", |j| {
         j.is_some_and(|j| has_condition(&j.data["status"], "Running"))
@@ -653,7 +654,7 @@ async fn stop_then_delete(manager: &Cluster, worker: &Cluster, scheme: Scheme, n
 /// Runs on the worker, then deleted on the manager: gone from both, pods and all.
 async fn delete_on_manager(manager: &Cluster, worker: &Cluster, scheme: Scheme, name: &str) {
     let (on_manager, on_worker) = (jobs(&manager.client, scheme), jobs(&worker.client, scheme));
-    runs_on_worker(&worker.client, &on_worker, name, pod_count(scheme), None).await;
+    runs_on_worker(&worker.client, &on_worker, name, pods_per_job(scheme), None).await;
     on_manager
         .delete(name, &DeleteParams::background())
         .await
@@ -750,7 +751,7 @@ async fn burst(manager: &Cluster, recorder: &Recorder) -> Vec<String> {
         (vec![], vec![], vec![], vec![]);
     recorder.read(|s| {
         for (scheme, name, at) in &submitted {
-            let (all_created, all_running) = s.pods(Side::Worker, name, pod_count(*scheme)).unwrap();
+            let (all_created, all_running) = s.pods(Side::Worker, name, pods_per_job(*scheme)).unwrap();
             created.push(all_created - *at);
             running.push(all_running.unwrap() - *at);
             for (type_, into) in [
@@ -949,7 +950,7 @@ async fn a_lost_worker_is_noticed_and_its_job_recovers() {
         &worker.client,
         &jobs(&worker.client, scheme),
         name,
-        pod_count(scheme),
+        pods_per_job(scheme),
         None,
     )
     .await;
@@ -988,7 +989,7 @@ async fn a_lost_worker_is_noticed_and_its_job_recovers() {
         &worker.client,
         &jobs(&worker.client, scheme),
         name,
-        pod_count(scheme),
+        pods_per_job(scheme),
         None,
     )
     .await;
