@@ -20,9 +20,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
 # Slowest first, from the clean-checkout CI of 2026-12-05 (seconds): differential 484, ui 427,
-# scaffold 345, sdk 226, soak 135, webhook 126, admission 117, chaos 117, conversion 105.
-SLOW_FIRST = ["differential", "ui", "scaffold", "sdk", "soak", "webhook", "admission", "chaos",
-              "conversion", "stranded", "smoke", "install", "status_rule", "kubeflow_peer"]
+# scaffold 345, sdk 226, soak 135, webhook 126, admission 117, chaos 117, conversion 105; and
+# from local runs on a loaded machine of 2026-12-06: takeover 370, multikueue 120.
+SLOW_FIRST = ["differential", "ui", "takeover", "scaffold", "sdk", "soak", "webhook", "multikueue",
+              "admission", "chaos", "conversion", "stranded", "smoke", "install", "status_rule",
+              "kubeflow_peer"]
 # cargo's failure summary: each failed test's output header and, under `failures:`, its name.
 FAILURE_LINE = re.compile(r"^(?:---- .* stdout ----|error: test failed.*|    [a-z_:0-9]+)$", re.M)
 
