@@ -319,6 +319,8 @@ pub struct Peer {
     metrics_port: u16,
     health_port: u16,
     webhook_port: u16,
+    /// mpi-operator's hold on its fixed health port, released when the peer goes.
+    _port_lock: Option<std::fs::File>,
 }
 
 impl Peer {
@@ -342,6 +344,7 @@ impl Peer {
             metrics_port,
             health_port,
             webhook_port,
+            _port_lock: None,
         }
     }
 
@@ -582,7 +585,15 @@ impl Peer {
         started: Instant,
     ) -> Result<Self> {
         let name = build.name().to_owned();
+        let port_lock = health_port_lock(&name, options.start_timeout.max(PORT_LOCK_WAIT)).await?;
         let health = SocketAddr::from(([127, 0, 0, 1], MPI_OPERATOR_HEALTH_PORT));
+        // The lock's last holder may still be exiting.
+        let freed = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect_timeout(&health, Duration::from_millis(200)).is_ok()
+            && Instant::now() < freed
+        {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
         if TcpStream::connect_timeout(&health, Duration::from_millis(200)).is_ok() {
             return Err(peer_error(
                 &name,
@@ -629,6 +640,7 @@ impl Peer {
             metrics_port,
             health_port: MPI_OPERATOR_HEALTH_PORT,
             webhook_port: 0,
+            _port_lock: Some(port_lock),
         };
         let deadline = Instant::now() + options.start_timeout;
         while !std::fs::read_to_string(peer.log())
@@ -821,6 +833,30 @@ impl Drop for OperatorProcess {
         } else {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
+    }
+}
+
+/// How long an mpi-operator waits for another test's to stop (test targets run in parallel
+/// lanes: a conformance run holds one for minutes).
+const PORT_LOCK_WAIT: Duration = Duration::from_secs(20 * 60);
+
+/// Waits for this machine's lock on [`MPI_OPERATOR_HEALTH_PORT`]: mpi-operators of tests run at
+/// the same time take turns instead of failing on the port.
+async fn health_port_lock(name: &str, wait: Duration) -> Result<std::fs::File> {
+    let path = std::env::temp_dir().join(format!("kfop-mpi-operator-{MPI_OPERATOR_HEALTH_PORT}.lock"));
+    let file = std::fs::File::create(&path).map_err(Error::io(&path))?;
+    let locking = tokio::task::spawn_blocking(move || file.lock().map(|()| file));
+    match tokio::time::timeout(wait, locking).await {
+        Ok(Ok(Ok(file))) => Ok(file),
+        Ok(Ok(Err(e))) => Err(Error::io(&path)(e)),
+        Ok(Err(_)) | Err(_) => Err(peer_error(
+            name,
+            format!(
+                "another mpi-operator held {} for {}s",
+                path.display(),
+                wait.as_secs()
+            ),
+        )),
     }
 }
 
