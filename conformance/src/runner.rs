@@ -134,19 +134,7 @@ pub async fn run(options: &Options) -> Result<Report> {
         .into_iter()
         .collect();
 
-    // Room for both sides of every case running at once (the GPU examples ask for 8 a pod):
-    // a pod pending for capacity on one side only would be a difference of the plane's.
-    let nodes = NodeShape {
-        cpu: "512".to_owned(),
-        memory: "4Ti".to_owned(),
-        gpus: "128".to_owned(),
-        ..NodeShape::default()
-    };
-    let plane = ControlPlane::start(PlaneOptions {
-        nodes,
-        ..PlaneOptions::default()
-    })
-    .await?;
+    let plane = roomy_plane().await?;
     let client = plane.client().await?;
     let mut crd_set = operators::kfop_crds(&bin, &all_schemes)?;
     crd_set.extend(crds::pod_groups()?);
@@ -301,6 +289,22 @@ async fn step_on(side: &Side, case: &Case, step: &Step) -> Result<crate::drive::
     notes.append(&mut settled.notes);
     settled.notes = notes;
     Ok(settled)
+}
+
+/// A plane with room for both sides of every case running at once (the GPU examples ask for 8
+/// a pod): a pod pending for capacity on one side only would be a difference of the plane's.
+pub(crate) async fn roomy_plane() -> Result<ControlPlane> {
+    let nodes = NodeShape {
+        cpu: "512".to_owned(),
+        memory: "4Ti".to_owned(),
+        gpus: "128".to_owned(),
+        ..NodeShape::default()
+    };
+    Ok(ControlPlane::start(PlaneOptions {
+        nodes,
+        ..PlaneOptions::default()
+    })
+    .await?)
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::jiff::Timestamp;
-use kfop_testenv::{ControlPlane, NodeShape, Peer, PeerBuild, PlaneOptions, install_crds, peer};
+use kfop_testenv::{Peer, PeerBuild, install_crds, peer};
 use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use serde::Deserialize;
@@ -289,17 +289,7 @@ pub async fn run(scenario: Scenario, mode: Mode, planned: &[Planned], bin: &Path
     let kubeflow_crds = tokio::task::spawn_blocking(move || scenario.kubeflow_crds())
         .await
         .map_err(|e| Error::Task(format!("reading Kubeflow's CRDs: {e}")))??;
-    let nodes = NodeShape {
-        cpu: "512".to_owned(),
-        memory: "4Ti".to_owned(),
-        gpus: "128".to_owned(),
-        ..NodeShape::default()
-    };
-    let plane = ControlPlane::start(PlaneOptions {
-        nodes,
-        ..PlaneOptions::default()
-    })
-    .await?;
+    let plane = crate::runner::roomy_plane().await?;
     let client = plane.client().await?;
     install_crds(&client, kubeflow_crds.clone()).await?;
     kfop_testenv::ensure_namespace(&client, NAMESPACE).await?;
