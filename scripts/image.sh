@@ -117,8 +117,10 @@ if [ "$profile" = release ]; then level=9; else level=1; fi
 gzip "-${level}n" "$tmp/layer.tar"
 layer=$tmp/layer.tar.gz
 
-# crane's registry, on a free loopback port it reports in its log.
-"$crane" registry serve --address 127.0.0.1:0 >"$tmp/registry.log" 2>&1 &
+# crane's registry, on a free loopback port it reports in its log. The log exists before the
+# registry starts: the background job opens it later, and reading it first failed on a busy machine.
+: >"$tmp/registry.log"
+"$crane" registry serve --address 127.0.0.1:0 >>"$tmp/registry.log" 2>&1 &
 registry_pid=$!
 port=
 for _ in $(seq 100); do

@@ -37,6 +37,10 @@ where
     let stored = |name: String| async move {
         let mut json = serde_json::to_value(api.get(&name).await.unwrap()).unwrap();
         json.as_object_mut().unwrap().remove("status");
+        // The scheduler's choice of node is its own, not the encoding's.
+        if let Some(spec) = json["spec"].as_object_mut() {
+            spec.remove("nodeName");
+        }
         let meta = json["metadata"].as_object_mut().unwrap();
         for set in [
             "name",
