@@ -55,16 +55,10 @@ impl PerJob<String, Write> {
         }
     }
 
-    /// Whether `resource_version` is older than our last write.
+    /// Whether `resource_version` is older than our last write (whose copy is kept until the
+    /// cache shows it).
     pub fn is_stale(&self, job_uid: &str, resource_version: Option<&str>) -> bool {
-        let Some(seen) = version(resource_version) else {
-            return false;
-        };
-        self.lock().is_some_and(|by_job| {
-            by_job
-                .get(job_uid)
-                .is_some_and(|written| seen < written.resource_version)
-        })
+        self.newer_than(job_uid, resource_version).is_some()
     }
 
     /// The job as we last wrote it, when a cache shows it at the older `resource_version`.
