@@ -395,7 +395,8 @@ impl Manager {
                 },
             ));
         let pod_watch = route_children(
-            watcher(pod_api, watcher_config.clone())
+            // In protobuf under `--wire-encoding protobuf`, as the creates.
+            crate::wire::watch::watcher(pod_api, watcher_config.clone())
                 .default_backoff()
                 .map_ok(compacted::<ObservedPod, CachedPod>),
             pod_writer,
@@ -403,7 +404,7 @@ impl Manager {
             router.clone(),
         );
         let service_watch = route_children(
-            watcher(service_api, watcher_config)
+            crate::wire::watch::watcher(service_api, watcher_config)
                 .default_backoff()
                 .map_ok(compacted::<ObservedService, CachedService>),
             service_writer,

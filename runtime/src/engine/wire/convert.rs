@@ -21,6 +21,8 @@ use k8s_pb::apimachinery::pkg::util::intstr as pb_intstr;
 use kube::Resource;
 use serde_json::Value;
 
+use crate::child_view::{ObservedPod, ObservedService};
+
 /// A built-in kind kfop creates, with its protobuf form.
 pub trait Wire: Resource<DynamicType = ()> + serde::Serialize + Sized {
     type Pb: prost::Message + Default + k8s_pb::Resource;
@@ -371,6 +373,22 @@ impl Wire for api::Service {
     }
 }
 
+/// A watched pod as the pod cache takes it: metadata and the status [`crate::cache::slim_pod`]
+/// keeps, the same as from a JSON watch.
+pub fn observed_pod(pod: pb::Pod) -> ObservedPod {
+    api::Pod::from_pb(pod).into()
+}
+
+/// A service from a metadata-only watch.
+pub fn observed_service(service: pb_meta::PartialObjectMetadata) -> ObservedService {
+    use kube::core::PartialObjectMetaExt;
+    service
+        .metadata
+        .map(meta_from_pb)
+        .unwrap_or_default()
+        .into_response_partial::<api::Service>()
+}
+
 impl Wire for events::Event {
     type Pb = k8s_pb::api::events::v1::Event;
     const SHAPE: &'static Shape = &EVENT;
@@ -449,7 +467,11 @@ fn time(t: &meta::Time) -> pb_meta::Time {
     pb_meta::Time { seconds, nanos }
 }
 
+/// An empty message is Go's zero time, which JSON writes as null.
 fn time_from_pb(t: pb_meta::Time) -> Option<meta::Time> {
+    if t.seconds.is_none() && t.nanos.is_none() {
+        return None;
+    }
     Timestamp::new(t.seconds.unwrap_or_default(), t.nanos.unwrap_or_default())
         .ok()
         .map(meta::Time)
@@ -486,6 +508,12 @@ fn some<T: IsEmpty>(value: T) -> Option<T> {
     (!value.is_empty()).then_some(value)
 }
 
+/// A field JSON omits when empty (`omitempty`), which protobuf carries as its zero value: read
+/// as absent, so an object reads the same from either encoding.
+fn given<T: Default + PartialEq>(value: Option<T>) -> Option<T> {
+    value.filter(|v| *v != T::default())
+}
+
 trait IsEmpty {
     fn is_empty(&self) -> bool;
 }
@@ -505,13 +533,13 @@ impl<K, V> IsEmpty for BTreeMap<K, V> {
 /// Everything but managed fields (the caches drop them).
 fn meta_from_pb(m: pb_meta::ObjectMeta) -> meta::ObjectMeta {
     meta::ObjectMeta {
-        name: m.name,
-        generate_name: m.generate_name,
-        namespace: m.namespace,
-        self_link: m.self_link,
-        uid: m.uid,
-        resource_version: m.resource_version,
-        generation: m.generation,
+        name: given(m.name),
+        generate_name: given(m.generate_name),
+        namespace: given(m.namespace),
+        self_link: given(m.self_link),
+        uid: given(m.uid),
+        resource_version: given(m.resource_version),
+        generation: given(m.generation),
         creation_timestamp: m.creation_timestamp.and_then(time_from_pb),
         deletion_timestamp: m.deletion_timestamp.and_then(time_from_pb),
         deletion_grace_period_seconds: m.deletion_grace_period_seconds,
@@ -721,9 +749,9 @@ fn volume(v: &api::Volume) -> pb::Volume {
 fn pod_status(s: pb::PodStatus) -> api::PodStatus {
     let containers = |all: Vec<pb::ContainerStatus>| some(all.into_iter().map(container_status).collect());
     api::PodStatus {
-        phase: s.phase,
-        reason: s.reason,
-        message: s.message,
+        phase: given(s.phase),
+        reason: given(s.reason),
+        message: given(s.message),
         start_time: s.start_time.and_then(time_from_pb),
         conditions: some(
             s.conditions
@@ -731,11 +759,11 @@ fn pod_status(s: pb::PodStatus) -> api::PodStatus {
                 .map(|c| api::PodCondition {
                     type_: c.r#type.unwrap_or_default(),
                     status: c.status.unwrap_or_default(),
-                    observed_generation: c.observed_generation,
+                    observed_generation: given(c.observed_generation),
                     last_probe_time: c.last_probe_time.and_then(time_from_pb),
                     last_transition_time: c.last_transition_time.and_then(time_from_pb),
-                    reason: c.reason,
-                    message: c.message,
+                    reason: given(c.reason),
+                    message: given(c.message),
                 })
                 .collect(),
         ),
@@ -760,20 +788,20 @@ fn container_status(s: pb::ContainerStatus) -> api::ContainerStatus {
 fn container_state(s: pb::ContainerState) -> api::ContainerState {
     api::ContainerState {
         waiting: s.waiting.map(|w| api::ContainerStateWaiting {
-            reason: w.reason,
-            message: w.message,
+            reason: given(w.reason),
+            message: given(w.message),
         }),
         running: s.running.map(|r| api::ContainerStateRunning {
             started_at: r.started_at.and_then(time_from_pb),
         }),
         terminated: s.terminated.map(|t| api::ContainerStateTerminated {
             exit_code: t.exit_code.unwrap_or_default(),
-            signal: t.signal,
-            reason: t.reason,
-            message: t.message,
+            signal: given(t.signal),
+            reason: given(t.reason),
+            message: given(t.message),
             started_at: t.started_at.and_then(time_from_pb),
             finished_at: t.finished_at.and_then(time_from_pb),
-            container_id: t.container_id,
+            container_id: given(t.container_id),
         }),
     }
 }
@@ -948,6 +976,40 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(pod.status, Some(kept));
+    }
+
+    /// Go writes every non-pointer field to protobuf, JSON leaves empty ones out.
+    #[test]
+    fn zero_values_read_as_json_leaves_them_out() {
+        let pod = api::Pod::from_pb(pb::Pod {
+            metadata: Some(pb_meta::ObjectMeta {
+                name: Some("p".into()),
+                generate_name: Some(String::new()),
+                generation: Some(0),
+                creation_timestamp: Some(pb_meta::Time::default()),
+                ..pb_meta::ObjectMeta::default()
+            }),
+            status: Some(pb::PodStatus {
+                phase: Some("Running".into()),
+                reason: Some(String::new()),
+                conditions: vec![pb::PodCondition {
+                    r#type: Some("Ready".into()),
+                    status: Some("True".into()),
+                    observed_generation: Some(0),
+                    last_probe_time: Some(pb_meta::Time::default()),
+                    message: Some(String::new()),
+                    ..pb::PodCondition::default()
+                }],
+                ..pb::PodStatus::default()
+            }),
+            ..pb::Pod::default()
+        });
+        let json = serde_json::to_value(&pod).unwrap();
+        assert_eq!(
+            json,
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "status": {"phase": "Running",
+                "conditions": [{"type": "Ready", "status": "True"}]}})
+        );
     }
 
     #[test]

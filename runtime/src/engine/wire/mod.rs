@@ -1,4 +1,5 @@
-//! Protobuf on the wire for the built-in kinds kfop creates in bulk: pods, services and events.
+//! Protobuf on the wire for the built-in kinds kfop creates in bulk: pods, services and events,
+//! and for the watches of child pods and services ([`watch`]).
 //!
 //! The API server decodes and encodes protobuf far more cheaply than JSON for built-in kinds
 //! (Kubernetes' own controllers use it); custom resources have no protobuf form and stay JSON.
@@ -7,7 +8,7 @@
 //! does not cover ([`convert`]) is sent as JSON instead, so nothing is dropped on the way.
 //!
 //! The encoding is a setting of the process, like its client: [`set_encoding`] once at start
-//! (`--wire-encoding`), read by every create.
+//! (`--wire-encoding`), read by every create and when the child watches start.
 use std::sync::atomic::{AtomicU8, Ordering};
 
 use kube::api::{Api, PostParams};
@@ -17,6 +18,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 pub mod convert;
+pub mod watch;
 
 pub use convert::Wire;
 
@@ -26,7 +28,8 @@ pub enum Encoding {
     /// JSON, as for every kind.
     #[default]
     Json,
-    /// Protobuf for pod, service and event creates (their answers too); JSON for the rest.
+    /// Protobuf for pod, service and event creates (their answers too) and the child pod and
+    /// service watches; JSON for the rest.
     Protobuf,
 }
 
@@ -62,6 +65,10 @@ pub enum WireError {
     },
     #[error("decoding a protobuf body")]
     Decode(#[from] prost::DecodeError),
+    #[error("protobuf watch ended inside a frame")]
+    Truncated,
+    #[error("protobuf watch event of unknown type {0:?}")]
+    EventType(String),
 }
 
 /// `message` in the API server's envelope.
