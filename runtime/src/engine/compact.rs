@@ -59,6 +59,43 @@ struct OwnerRef {
     block_owner_deletion: Option<bool>,
 }
 
+/// A child's owner references. A child almost always has one, its controller's, kept inline so
+/// that reading it touches no memory beside the child's own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Owners {
+    Unset,
+    One(OwnerRef),
+    Many(Box<[OwnerRef]>),
+}
+
+impl Owners {
+    fn new(owners: Option<Vec<OwnerReference>>) -> Self {
+        let Some(owners) = owners else {
+            return Self::Unset;
+        };
+        let mut owners = owners.into_iter().map(|o| OwnerRef {
+            api_version: sym(o.api_version),
+            kind: sym(o.kind),
+            name: sym(o.name),
+            uid: sym(o.uid),
+            controller: o.controller,
+            block_owner_deletion: o.block_owner_deletion,
+        });
+        match (owners.next(), owners.len()) {
+            (Some(one), 0) => Self::One(one),
+            (first, _) => Self::Many(first.into_iter().chain(owners).collect()),
+        }
+    }
+
+    fn as_slice(&self) -> Option<&[OwnerRef]> {
+        match self {
+            Self::Unset => None,
+            Self::One(one) => Some(std::slice::from_ref(one)),
+            Self::Many(all) => Some(all),
+        }
+    }
+}
+
 /// An object's metadata, compact. Fields children rarely carry (finalizers, generateName,
 /// generation, a deletion grace period) stay in an `ObjectMeta` boxed only when one is set;
 /// `managedFields` and `selfLink` are dropped.
@@ -72,7 +109,7 @@ pub struct CachedMeta {
     deletion_timestamp: Option<Time>,
     labels: Pairs,
     annotations: Pairs,
-    owner_references: Option<Box<[OwnerRef]>>,
+    owner_references: Owners,
     rare: Option<Box<ObjectMeta>>,
 }
 
@@ -94,19 +131,7 @@ impl From<ObjectMeta> for CachedMeta {
             deletion_timestamp: meta.deletion_timestamp,
             labels: pairs(meta.labels),
             annotations: pairs(meta.annotations),
-            owner_references: meta.owner_references.map(|owners| {
-                owners
-                    .into_iter()
-                    .map(|o| OwnerRef {
-                        api_version: sym(o.api_version),
-                        kind: sym(o.kind),
-                        name: sym(o.name),
-                        uid: sym(o.uid),
-                        controller: o.controller,
-                        block_owner_deletion: o.block_owner_deletion,
-                    })
-                    .collect()
-            }),
+            owner_references: Owners::new(meta.owner_references),
             rare: (rare != ObjectMeta::default()).then(|| Box::new(rare)),
         }
     }
@@ -124,7 +149,7 @@ impl CachedMeta {
             deletion_timestamp: self.deletion_timestamp.clone(),
             labels: map(&self.labels),
             annotations: map(&self.annotations),
-            owner_references: self.owner_references.as_ref().map(|owners| {
+            owner_references: self.owner_references.as_slice().map(|owners| {
                 owners
                     .iter()
                     .map(|o| OwnerReference {
@@ -169,7 +194,8 @@ impl CachedMeta {
     fn controller(&self) -> Option<ControllerRef<'_>> {
         let owner = self
             .owner_references
-            .iter()
+            .as_slice()
+            .into_iter()
             .flatten()
             .find(|o| o.controller == Some(true))?;
         Some(ControllerRef {
@@ -350,7 +376,8 @@ pub fn compacted<F, C: From<F>>(event: Event<F>) -> Event<C> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct CachedPod {
     metadata: CachedMeta,
-    status: Option<Box<Status>>,
+    /// Inline: a reconcile reads every pod's status, so it shares the pod's cache lines.
+    status: Option<Status>,
 }
 
 impl From<ObservedPod> for CachedPod {
@@ -358,7 +385,7 @@ impl From<ObservedPod> for CachedPod {
         crate::cache::slim_pod(&mut pod);
         Self {
             metadata: pod.metadata.into(),
-            status: pod.status.map(|s| Box::new(s.into())),
+            status: pod.status.map(Status::from),
         }
     }
 }
