@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Tabulates alternating before/after runs of kfop-bench (one results dir per run, named
-<round>-<before|after>) as a markdown table of per-side means and after/before ratios.
+<round>-<before|after>) as a markdown table of per-side means and after/before ratios; rows of a
+phase the runs skipped are left out.
 
 Usage: passes_ab.py RUNS_DIR
 """
@@ -14,6 +15,8 @@ ROWS = [
     ("jobs/s, creation -> Succeeded", lambda d: d["operator"]["throughput_succeeded"], 1),
     ("creation -> all pods exist, p50 (s)", lambda d: d["operator"]["latency_all_pods"]["p50"], 2),
     ("creation -> all pods exist, p99 (s)", lambda d: d["operator"]["latency_all_pods"]["p99"], 2),
+    ("creation -> Succeeded, p50 (s)", lambda d: d["operator"]["latency_succeeded"]["p50"], 2),
+    ("creation -> Succeeded, p99 (s)", lambda d: d["operator"]["latency_succeeded"]["p99"], 2),
     ("ceiling jobs/s (plain client, JSON)", lambda d: d["ceiling"]["throughput_all_pods"], 1),
     ("operator / ceiling", lambda d: d["operator"]["throughput_all_pods"] / d["ceiling"]["throughput_all_pods"], 2),
     ("reconciles per job", lambda d: d["operator"]["requests"]["reconciles_per_job"], 2),
@@ -36,8 +39,11 @@ def main():
     print(f"| mean of {n} runs each (each run's values: before; after) | before | after | after / before |")
     print("|---|---|---|---|")
     for label, get, digits in ROWS:
-        before = [get(d) for d in sides["before"]]
-        after = [get(d) for d in sides["after"]]
+        try:
+            before = [get(d) for d in sides["before"]]
+            after = [get(d) for d in sides["after"]]
+        except (KeyError, TypeError):
+            continue  # a phase these runs skipped (--no-ceiling)
         b, a = statistics.mean(before), statistics.mean(after)
         each = "; ".join(", ".join(f"{v:.{digits}f}" for v in vs) for vs in (before, after))
         print(f"| {label} ({each}) | {b:.{digits}f} | {a:.{digits}f} | {a / b:.2f} |")

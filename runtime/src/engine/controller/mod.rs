@@ -131,6 +131,12 @@ const ERROR_RETRY: Duration = Duration::from_secs(2);
 /// and one status write instead of one each (500 jobs: 9.0 -> 7.2 reconciles, 4.2 -> 3.5 status
 /// writes per job). The job's own events are not delayed.
 const CHILD_COALESCE: Duration = Duration::from_millis(250);
+/// A child's change reaches its job's reconcile no sooner than this long after the job's last
+/// reconcile started or was asked for, as Kubernetes' Job controller batches its pods' updates
+/// (1 s): under load a job's pods change phase at moments a fraction of a second apart, and each
+/// moment was a reconcile and a status write of intermediate replica counts. A change after a
+/// quiet second still waits only [`CHILD_COALESCE`].
+const CHILD_GAP: Duration = Duration::from_secs(1);
 
 // Kubernetes 1.37's API made `value` optional (it defaults to 0).
 k8s_openapi::k8s_if_ge_1_37! {
@@ -390,12 +396,17 @@ pub async fn run(
     )
     .filter_map(move |job| std::future::ready(note_job_event(&on_job, job).map(Ok::<_, watcher::Error>)));
     let (resync_tx, resync_rx) = futures::channel::mpsc::unbounded();
-    let on_trigger = ctx.clone();
-    let triggers =
-        futures::stream::select(coalesced(children, CHILD_COALESCE), resync_rx).map(move |owner| {
-            on_trigger.activity.triggered(&owner, Instant::now());
-            job_ref::<PackedJob>(owner, job_type.clone())
-        });
+    let (on_trigger, ran) = (ctx.clone(), ctx.clone());
+    let triggers = futures::stream::select(
+        coalesced(children, CHILD_COALESCE, CHILD_GAP, move |owner| {
+            ran.activity.last_run(owner).map(tokio::time::Instant::from_std)
+        }),
+        resync_rx,
+    )
+    .map(move |owner| {
+        on_trigger.activity.triggered(&owner, Instant::now());
+        job_ref::<PackedJob>(owner, job_type.clone())
+    });
     let resyncs = resync(ctx.clone(), reader.clone(), resync_tx);
     let controller = Controller::for_stream_with(job_events, reader, ctx.framework.kind().clone())
         .reconcile_on(triggers)

@@ -75,6 +75,12 @@ impl PerJob<Owner, Seen> {
         waited
     }
 
+    /// When a reconcile of `job` last started or was last asked for, whichever is later.
+    pub fn last_run(&self, job: &Owner) -> Option<Instant> {
+        let seen = self.lock().and_then(|by_job| by_job.get(job).copied())?;
+        seen.started.max(seen.triggered)
+    }
+
     /// How many jobs wait for a reconcile to start (the controller's queue depth).
     pub fn pending(&self) -> usize {
         self.lock()

@@ -13,6 +13,7 @@ use std::time::Duration;
 use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
 use futures::{Stream, StreamExt};
 use kube::runtime::scheduler::{ScheduleRequest, scheduler};
+use tokio::time::Instant;
 
 use crate::child_index::Cached;
 
@@ -127,12 +128,24 @@ fn group(api_version: &str) -> &str {
 }
 
 /// Each owner of `triggers` once per burst: `window` after its first trigger, with every later
-/// trigger of the same owner until then folded in. kube-runtime's scheduler keeps the earliest
-/// time asked for a message, which is exactly that.
-pub fn coalesced(triggers: Triggers, window: Duration) -> impl Stream<Item = Owner> + Send {
-    scheduler(triggers.map(move |owner| ScheduleRequest {
-        message: owner,
-        run_at: tokio::time::Instant::now() + window,
+/// trigger of the same owner until then folded in, and never sooner than `gap` after the owner's
+/// last reconcile started or was asked for (`last_run`), so pods of one job that change at
+/// moments a fraction of a second apart cost one reconcile and one status write, as Kubernetes'
+/// Job controller batches its pods' updates. kube-runtime's scheduler keeps the earliest time
+/// asked for a message: a trigger that finds its owner scheduled joins that burst.
+pub fn coalesced(
+    triggers: Triggers,
+    window: Duration,
+    gap: Duration,
+    last_run: impl Fn(&Owner) -> Option<Instant> + Send + 'static,
+) -> impl Stream<Item = Owner> + Send {
+    scheduler(triggers.map(move |owner| {
+        let now = Instant::now();
+        let not_before = last_run(&owner).map_or(now, |last| last + gap);
+        ScheduleRequest {
+            message: owner,
+            run_at: (now + window).max(not_before),
+        }
     }))
 }
 
@@ -202,28 +215,74 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_burst_of_one_owners_changes_is_one_trigger_after_the_window() {
+        use std::collections::HashMap;
+        use std::sync::{Arc, Mutex};
+
         let router = Router::default();
         let triggers = router.subscribe("kubeflow.org/v1", "TFJob");
-        let mut out = Box::pin(coalesced(triggers, Duration::from_millis(250)));
-        let start = tokio::time::Instant::now();
+        // When each owner's reconcile last started, as the controller's activity records it.
+        let started: Arc<Mutex<HashMap<Owner, Instant>>> = Arc::default();
+        let runs = started.clone();
+        let mut out = Box::pin(coalesced(
+            triggers,
+            Duration::from_millis(250),
+            Duration::from_secs(1),
+            move |owner| runs.lock().unwrap().get(owner).copied(),
+        ));
+        // Each owner the stream sends is reconciled at once.
+        macro_rules! reconcile {
+            () => {{
+                let owner = out.next().await.unwrap();
+                started
+                    .lock()
+                    .unwrap()
+                    .insert(owner.clone(), Instant::now());
+                owner
+            }};
+        }
+        let start = Instant::now();
         for _ in 0..3 {
             router.route(&child("TFJob", true));
             // Polled as the controller does, so each change is read when it is sent.
             assert!(futures::poll!(out.next()).is_pending(), "held for the window");
             tokio::time::advance(Duration::from_millis(50)).await;
         }
-        let first = out.next().await.unwrap();
+        let first = reconcile!();
         assert_eq!(first.name, "job");
         assert_eq!(
             start.elapsed(),
             Duration::from_millis(250),
-            "fired at the first change's window"
+            "fired at the first change's window, the later changes folded in"
         );
-        // Nothing else is pending: a later change starts a new burst.
+
+        // A change within a second of the reconcile waits for the gap, and the changes until
+        // then join it.
         router.route(&child("TFJob", true));
-        let again = tokio::time::timeout(Duration::from_millis(249), out.next()).await;
-        assert!(again.is_err(), "the new burst waits its own window");
-        assert_eq!(out.next().await.unwrap(), first);
+        assert!(futures::poll!(out.next()).is_pending());
+        tokio::time::advance(Duration::from_millis(500)).await;
+        router.route(&child("TFJob", true));
+        assert_eq!(reconcile!(), first);
+        assert_eq!(
+            start.elapsed(),
+            Duration::from_millis(1250),
+            "fired a gap after the reconcile"
+        );
+
+        // Another owner is not held by this one's gap.
+        let mut other = child("TFJob", true);
+        if let Some(owners) = other.metadata.owner_references.as_mut() {
+            owners[0].name = "other".into();
+        }
+        router.route(&other);
+        assert_eq!(reconcile!().name, "other");
+        assert_eq!(start.elapsed(), Duration::from_millis(1500));
+
+        // After a quiet second, a change waits only its own window again.
+        tokio::time::advance(Duration::from_secs(5)).await;
+        let quiet = Instant::now();
+        router.route(&child("TFJob", true));
+        assert_eq!(reconcile!(), first);
+        assert_eq!(quiet.elapsed(), Duration::from_millis(250));
     }
 
     #[test]

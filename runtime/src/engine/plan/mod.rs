@@ -356,12 +356,7 @@ fn reconcile_job<F: Framework>(
         let clean = policy::pods_to_clean(clean_policy, true, &pods);
         let all = clean_policy == crate::api::CleanPodPolicy::All;
         d.clean(&clean, &observed.services, all);
-        if d.status.is(JobConditionType::Succeeded) {
-            for rs in d.status.replica_statuses.values_mut() {
-                rs.succeeded += rs.active;
-                rs.active = 0;
-            }
-        }
+        count_active_as_succeeded(&mut d.status);
         if code.deletes_job_after_ttl(job) {
             d.ttl(run_policy);
         }
@@ -466,7 +461,10 @@ fn reconcile_job<F: Framework>(
     }
 
     if d.status.is_finished() {
-        // The next pass cleans up and starts the TTL, as for any finished job.
+        // The next pass cleans up and starts the TTL, as for any finished job. Its replica
+        // counts are final now, so the finishing status is written once, not once as observed
+        // and again as the next pass counts it.
+        count_active_as_succeeded(&mut d.status);
         d.requeue(Duration::from_millis(200));
         return Ok(JobPhase::Finished);
     }
@@ -475,6 +473,16 @@ fn reconcile_job<F: Framework>(
         d.requeue(left);
     }
     Ok(JobPhase::Active)
+}
+
+/// A succeeded job's replicas still running count as succeeded (Kubeflow's `ReconcileJobs`).
+fn count_active_as_succeeded(status: &mut JobStatus) {
+    if status.is(JobConditionType::Succeeded) {
+        for rs in status.replica_statuses.values_mut() {
+            rs.succeeded += rs.active;
+            rs.active = 0;
+        }
+    }
 }
 
 /// Whether the gang scheduler holds the job back ([`gang::holds_pods`]): until the cache shows

@@ -326,18 +326,18 @@ fn master_success_succeeds_the_job_once() {
         1
     );
     assert!(p.requeue_after.is_some(), "cleanup follows in the next pass");
+    // Active replicas are counted as succeeded in the same write, not by a second one.
+    let counts = |j: &TestJob| {
+        let worker = &j.status.as_ref().unwrap().replica_statuses["Worker"];
+        (worker.succeeded, worker.active)
+    };
+    assert_eq!(counts(&j), (2, 0));
 
-    // The next pass: finished. Active replicas are counted as succeeded; nothing is created.
+    // The next pass: finished; nothing is created and the status stays as written.
     let p = step(&mut j, &obs, 6);
     assert!(p.create_pods.is_empty() && p.metrics.is_empty() && p.events.is_empty());
-    let status = j.status.as_ref().unwrap();
-    assert_eq!(
-        (
-            status.replica_statuses["Worker"].succeeded,
-            status.replica_statuses["Worker"].active
-        ),
-        (2, 0)
-    );
+    assert!(p.status.is_none(), "no second write: {:?}", p.status);
+    assert_eq!(counts(&j), (2, 0));
 }
 
 #[test]
