@@ -56,6 +56,11 @@ fn layers(src: &Path) -> BTreeMap<String, String> {
     out
 }
 
+/// Only Rust files are modules; data beside them (test fixtures) is not read.
+fn is_rust(path: &Path) -> bool {
+    path.extension().is_some_and(|ext| ext == "rs")
+}
+
 /// Module -> (module it references -> files that do).
 fn graph(src: &Path) -> Graph {
     let mut graph = Graph::new();
@@ -70,6 +75,9 @@ fn graph(src: &Path) -> Graph {
         for path in &entries {
             if path.is_dir() {
                 stack.push(path.clone());
+                continue;
+            }
+            if !is_rust(path) {
                 continue;
             }
             let text = std::fs::read_to_string(path).unwrap();
@@ -89,6 +97,9 @@ fn graph(src: &Path) -> Graph {
             let path = entry.unwrap().path();
             if path.is_dir() {
                 stack.push(path);
+                continue;
+            }
+            if !is_rust(&path) {
                 continue;
             }
             let rel = path.strip_prefix(src).unwrap();
