@@ -241,26 +241,8 @@ fn watched<K: Watched>(
     stream: BoxStream<'static, kube::Result<Change<K>>>,
 ) -> (Option<watcher::Result<Event<K>>>, State<K>) {
     match change {
-        Some(Ok(Change::Added(o) | Change::Modified(o))) => match o.resource_version() {
-            Some(resource_version) if !resource_version.is_empty() => (
-                Some(Ok(Event::Apply(o))),
-                State::Watching {
-                    resource_version,
-                    stream,
-                },
-            ),
-            _ => (Some(Err(watcher::Error::NoResourceVersion)), State::Empty),
-        },
-        Some(Ok(Change::Deleted(o))) => match o.resource_version() {
-            Some(resource_version) if !resource_version.is_empty() => (
-                Some(Ok(Event::Delete(o))),
-                State::Watching {
-                    resource_version,
-                    stream,
-                },
-            ),
-            _ => (Some(Err(watcher::Error::NoResourceVersion)), State::Empty),
-        },
+        Some(Ok(Change::Added(o) | Change::Modified(o))) => changed(Event::Apply, o, stream),
+        Some(Ok(Change::Deleted(o))) => changed(Event::Delete, o, stream),
         Some(Ok(Change::Bookmark(o))) => (
             None,
             State::Watching {
@@ -292,6 +274,25 @@ fn watched<K: Watched>(
             )
         }
         None => (None, State::InitListed { resource_version }),
+    }
+}
+
+/// An object's change as `event`, the watch going on from its resourceVersion (an object
+/// without one leaves nothing to resume from: start over).
+fn changed<K: Watched>(
+    event: fn(K) -> Event<K>,
+    object: K,
+    stream: BoxStream<'static, kube::Result<Change<K>>>,
+) -> (Option<watcher::Result<Event<K>>>, State<K>) {
+    match object.resource_version().filter(|rv| !rv.is_empty()) {
+        Some(resource_version) => (
+            Some(Ok(event(object))),
+            State::Watching {
+                resource_version,
+                stream,
+            },
+        ),
+        None => (Some(Err(watcher::Error::NoResourceVersion)), State::Empty),
     }
 }
 
