@@ -6,8 +6,9 @@
 # path on stdout as its last line; logs go to stderr. A warm cache returns at once.
 #
 # go_module_build <kind: peer|tool> <folder> <env file name>
-# The env file sets name (default: the folder's name), module, main, and optionally version_var
-# and x_flags (link-time -X flags). A caller may define `after_build <module source dir>
+# The env file sets name (default: the folder's name), module, main, and optionally version_var,
+# x_flags (link-time -X flags) and overlay (space-separated `<path in the module>=<file in the
+# folder>`: files added to, or replacing files of, the module for this build). A caller may define `after_build <module source dir>
 # <partial output dir>` for extra files, and `is_complete <output dir>` for what a finished
 # cache entry holds besides the binary.
 set -euo pipefail
@@ -18,7 +19,7 @@ go_module_build() {
     echo "build.sh: no $kind $(basename "$dir") in $(dirname "$dir")" >&2
     exit 1
   }
-  name='' module='' main='' version_var='' x_flags='' crds='' webhooks=''
+  name='' module='' main='' version_var='' x_flags='' overlay='' crds='' webhooks=''
   # shellcheck source=/dev/null
   . "$dir/$env_file"
   name=${name:-$(basename "$dir")}
@@ -52,7 +53,23 @@ go_module_build() {
   mkdir -p "$out.partial/bin"
   local start
   start=$(date +%s)
-  (cd "$dir" && go build -trimpath -ldflags "$ldflags" -o "$out.partial/bin/$name" "$module${main:+/$main}")
+  # With an overlay, the build runs in a copy of the folder whose go.mod replaces the module with
+  # a writable copy of its source holding the overlay's files (go build -overlay refuses files
+  # in the module cache); the copy goes once the binary is built.
+  local build_dir=$dir
+  if [ -n "$overlay" ]; then
+    local src pair
+    src=$(cd "$dir" && go mod download "$module" && go list -m -f '{{.Dir}}' "$module")
+    build_dir="$out.partial/src"
+    mkdir -p "$build_dir"
+    cp -r "$src" "$build_dir/module"
+    chmod -R u+w "$build_dir/module"
+    cp "$dir/go.mod" "$dir/go.sum" "$build_dir/"
+    for pair in $overlay; do cp "$dir/${pair#*=}" "$build_dir/module/${pair%%=*}"; done
+    (cd "$build_dir" && go mod edit -replace "$module=./module")
+  fi
+  (cd "$build_dir" && go build -trimpath -ldflags "$ldflags" -o "$out.partial/bin/$name" "$module${main:+/$main}")
+  [ "$build_dir" = "$dir" ] || rm -rf "$build_dir"
   log "built $name in $(( $(date +%s) - start ))s"
   if declare -F after_build >/dev/null; then
     # Extra files come from the module source the build just used (read-only in the module cache).
