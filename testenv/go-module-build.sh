@@ -42,7 +42,7 @@ go_module_build() {
     if complete; then echo "$bin"; return 0; fi
   fi
 
-  command -v go >/dev/null || { echo "build.sh: Go is not installed; install Go >= 1.24 first" >&2; exit 1; }
+  command -v go >/dev/null || { echo "build.sh: Go is not installed; install Go 1.26 or later first (the control plane's go.mod asks for 1.26)" >&2; exit 1; }
   log() { printf '[%s %s] %s\n' "$kind" "$name-$version" "$*" >&2; }
   log "cold build into $out; a few minutes on 2 cores the first time, later runs reuse the cache"
   export CGO_ENABLED=0 GOFLAGS=-buildvcs=false

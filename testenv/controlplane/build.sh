@@ -27,7 +27,7 @@ if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
 
-command -v go >/dev/null || { echo "build.sh: Go is not installed; install Go >= 1.24 first" >&2; exit 1; }
+command -v go >/dev/null || { echo "build.sh: Go is not installed; install Go 1.26 or later first (the control plane's go.mod asks for 1.26)" >&2; exit 1; }
 mkdir -p "$bin.partial"
 log() { printf '[control-plane] %s\n' "$*" >&2; }
 log "cold build of ${missing[*]} into $bin (k8s ${k8s_version}, etcd ${etcd_version}, kwok ${kwok_version})"
