@@ -7,8 +7,10 @@
 #
 # go_module_build <kind: peer|tool> <folder> <env file name>
 # The env file sets name (default: the folder's name), module, main, and optionally version_var,
-# x_flags (link-time -X flags) and overlay (space-separated `<path in the module>=<file in the
-# folder>`: files added to, or replacing files of, the module for this build). A caller may define `after_build <module source dir>
+# x_flags (link-time -X flags) and also (more main packages of the same module, built next to the
+# first: space-separated `<binary>=<main package>`, e.g. `db-manager=cmd/db-manager/v1beta1`) and
+# overlay (space-separated `<path in the module>=<file in the folder>`: files added to, or
+# replacing files of, the module for this build). A caller may define `after_build <module source dir>
 # <partial output dir>` for extra files, and `is_complete <output dir>` for what a finished
 # cache entry holds besides the binary.
 set -euo pipefail
@@ -19,7 +21,7 @@ go_module_build() {
     echo "build.sh: no $kind $(basename "$dir") in $(dirname "$dir")" >&2
     exit 1
   }
-  name='' module='' main='' version_var='' x_flags='' overlay='' crds='' webhooks=''
+  name='' module='' main='' version_var='' x_flags='' also='' overlay='' crds='' webhooks=''
   # shellcheck source=/dev/null
   . "$dir/$env_file"
   name=${name:-$(basename "$dir")}
@@ -30,7 +32,12 @@ go_module_build() {
   local cache_root=${KFOP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kfop}
   local out="$cache_root/${kind}s/$name-$version"
   local bin="$out/bin/$name"
-  complete() { [ -x "$bin" ] && { ! declare -F is_complete >/dev/null || is_complete "$out"; }; }
+  complete() {
+    [ -x "$bin" ] || return 1
+    local also_pair
+    for also_pair in $also; do [ -x "$out/bin/${also_pair%%=*}" ] || return 1; done
+    ! declare -F is_complete >/dev/null || is_complete "$out"
+  }
 
   if complete; then echo "$bin"; return 0; fi
   # One build at a time per version (test binaries may start in parallel); the winner's result
@@ -69,6 +76,10 @@ go_module_build() {
     (cd "$build_dir" && go mod edit -replace "$module=./module")
   fi
   (cd "$build_dir" && go build -trimpath -ldflags "$ldflags" -o "$out.partial/bin/$name" "$module${main:+/$main}")
+  local also_pair
+  for also_pair in $also; do
+    (cd "$build_dir" && go build -trimpath -ldflags "$ldflags" -o "$out.partial/bin/${also_pair%%=*}" "$module/${also_pair#*=}")
+  done
   [ "$build_dir" = "$dir" ] || rm -rf "$build_dir"
   log "built $name in $(( $(date +%s) - start ))s"
   if declare -F after_build >/dev/null; then
