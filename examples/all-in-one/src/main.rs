@@ -72,8 +72,9 @@ enum Command {
 
 #[derive(Debug, clap::Args)]
 struct CheckArgs {
-    /// Check RBAC as this user, e.g. system:serviceaccount:kubeflow:kfop-operator (the other
-    /// checks run as yourself)
+    /// Check RBAC as this user, e.g. system:serviceaccount:kfop-system:kfop-operator (the
+    /// operator's ServiceAccount); without it RBAC is checked as yourself, which says nothing
+    /// about the operator's permissions. The other checks always run as yourself
     #[arg(long = "as")]
     as_user: Option<String>,
     /// The namespace the operator watches (default: all); the dry-run MPIJob goes there (else
@@ -167,6 +168,7 @@ async fn check_cluster(args: &CheckArgs, enabled: &std::collections::BTreeSet<sc
             return ExitCode::FAILURE;
         }
     };
+    say(&rbac_identity(args.as_user.as_deref()));
     match check::run(&target, enabled).await {
         Ok(report) => {
             for line in report.lines() {
@@ -183,6 +185,20 @@ async fn check_cluster(args: &CheckArgs, enabled: &std::collections::BTreeSet<sc
             eprintln!("kfop-operator check: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Whose permissions the RBAC lines report: without `--as`, the caller's, which says nothing
+/// about the operator's.
+fn rbac_identity(as_user: Option<&str>) -> String {
+    match as_user {
+        Some(user) => format!("RBAC is checked as {user} (--as)"),
+        None => format!(
+            "RBAC is checked as you, the caller, not as the operator: add --as \
+             system:serviceaccount:<namespace>:{} (the chart's ServiceAccount, in the namespace it \
+             is installed in) to check the operator's permissions",
+            kfop_operator::deploy::NAME
+        ),
     }
 }
 

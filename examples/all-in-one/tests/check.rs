@@ -126,6 +126,7 @@ async fn check_names_each_broken_state_and_passes_once_all_are_fixed() {
     // Nothing installed: every CRD is missing, and a v1 MPIJob cannot be created.
     let (ok, lines) = check(env, &[]);
     assert!(!ok);
+    assert!(line_with(&lines, "RBAC is checked as you").contains("--as system:serviceaccount:"));
     assert_eq!(
         failed(&lines, "CRD ").len(),
         enabled.len() + 1,
@@ -178,6 +179,7 @@ async fn check_names_each_broken_state_and_passes_once_all_are_fixed() {
     // RBAC as the operator's ServiceAccount: nothing granted, then the ClusterRole bound.
     let (ok, lines) = check(env, &["--as", SERVICE_ACCOUNT]);
     assert!(!ok);
+    line_with(&lines, &format!("RBAC is checked as {SERVICE_ACCOUNT} (--as)"));
     assert!(
         line_with(&lines, "FAIL RBAC pods (core) cluster-wide")
             .contains("may not create, delete, get, list, patch, watch")
