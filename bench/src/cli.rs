@@ -60,6 +60,17 @@ pub struct Args {
     /// v1.8.1 at its defaults (built from its Go module into the cache, run out of cluster)
     #[arg(long, value_enum)]
     pub peer: Option<PeerOperator>,
+    /// With --peer kubeflow: also run each operator at the other's settings, so that they compare
+    /// at equal settings: kfop at Kubeflow's defaults (`--controller-threads 1`,
+    /// `--kube-api-qps 20`, `--kube-api-burst 30`) and Kubeflow at kfop's (`--controller-threads`
+    /// the run's --concurrency, no client-side limit; v1.8.1 has no client-limit flags, so this
+    /// phase runs testenv/peers/training-operator-client-flags, v1.8.1 with the two flags added)
+    #[arg(long, requires = "peer")]
+    pub equal_settings: bool,
+    /// Also run the operator with this client-side limit, `QPS/BURST` (repeatable, a phase each),
+    /// e.g. `50/100`
+    #[arg(long, value_parser = parse_client_limit)]
+    pub client_limit: Vec<ClientLimit>,
     /// The operator's client-side request rate (--kube-api-qps); its default when absent
     #[arg(long)]
     pub qps: Option<f32>,
@@ -135,6 +146,68 @@ mod tests {
         assert_eq!(args.operator_args, vec!["--no-child-events".to_owned()]);
         assert_eq!(args.enable_scheme, vec!["tfjob".to_owned()]);
     }
+
+    #[test]
+    fn client_limits() {
+        let args = Args::parse_from([
+            "kfop-bench",
+            "--peer=kubeflow",
+            "--equal-settings",
+            "--client-limit=50/100",
+        ]);
+        assert!(args.equal_settings);
+        assert_eq!(
+            args.client_limit,
+            vec![ClientLimit {
+                qps: 50.0,
+                burst: 100
+            }]
+        );
+        assert_eq!(
+            ClientLimit::KUBEFLOW.flags(),
+            ["--kube-api-qps=20", "--kube-api-burst=30"]
+        );
+        for bad in ["50", "x/1", "50/0", "0/10"] {
+            assert!(parse_client_limit(bad).is_err(), "{bad}");
+        }
+        assert!(Args::try_parse_from(["kfop-bench", "--equal-settings"]).is_err());
+    }
+}
+
+/// A client-side request limit: `--kube-api-qps` and `--kube-api-burst`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ClientLimit {
+    pub qps: f32,
+    pub burst: u32,
+}
+
+impl ClientLimit {
+    /// Kubeflow's training-operator v1.8.1: controller-runtime's defaults.
+    pub const KUBEFLOW: Self = Self { qps: 20.0, burst: 30 };
+
+    /// The operator's flags for this limit.
+    pub fn flags(self) -> [String; 2] {
+        [
+            format!("--kube-api-qps={}", self.qps),
+            format!("--kube-api-burst={}", self.burst),
+        ]
+    }
+}
+
+/// Parses `QPS/BURST`, e.g. `50/100`.
+fn parse_client_limit(text: &str) -> Result<ClientLimit, String> {
+    let (qps, burst) = text
+        .split_once('/')
+        .ok_or_else(|| format!("`{text}`: expected QPS/BURST, e.g. 50/100"))?;
+    let qps: f32 = qps.trim().parse().map_err(|e| format!("`{text}`: QPS: {e}"))?;
+    let burst: u32 = burst
+        .trim()
+        .parse()
+        .map_err(|e| format!("`{text}`: burst: {e}"))?;
+    if qps <= 0.0 || burst == 0 {
+        return Err(format!("`{text}`: QPS and burst must be positive"));
+    }
+    Ok(ClientLimit { qps, burst })
 }
 
 /// A peer operator the benchmark can compare with.

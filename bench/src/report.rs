@@ -187,6 +187,10 @@ pub fn markdown(run: &Run) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# kfop scale benchmark\n");
     md.push_str(&summary(run, "##"));
+    let settings = settings_table(run);
+    if !settings.is_empty() {
+        let _ = writeln!(md, "\n## At each other's settings\n\n{settings}");
+    }
     if let Some(requests) = &run.operator.requests {
         let _ = writeln!(
             md,
@@ -202,6 +206,53 @@ pub fn markdown(run: &Run) -> String {
         "\nPlots: [latency.svg](latency.svg) (per-job latency by submission time), \
          [rss.svg](rss.svg) (operator RSS over time). Raw data: results.json (summary.json without per-job timelines and samples)."
     );
+    md
+}
+
+/// kfop and Kubeflow each at its own defaults and at the other's settings (a run with
+/// `--equal-settings`), one row each, with the operator's own client limits after them: the
+/// comparison at equal settings. Empty when the run has none of it.
+pub fn settings_table(run: &Run) -> String {
+    let Some(kubeflow) = run.kubeflow.as_ref() else {
+        return String::new();
+    };
+    let c = &run.config;
+    let first = if c.operator_args.is_empty() {
+        format!(
+            "operator at its defaults ({} threads, no client limit)",
+            c.concurrency
+        )
+    } else {
+        run.operator.name.clone()
+    };
+    let rows: Vec<(String, &Phase)> = [(first, &run.operator)]
+        .into_iter()
+        .chain(run.settings.iter().map(|p| (p.name.clone(), p)))
+        .chain([(
+            "Kubeflow v1.8.1 at its defaults (1 thread, QPS 20, burst 30)".to_owned(),
+            kubeflow,
+        )])
+        .chain(run.kubeflow_matched.iter().map(|p| (p.name.clone(), p)))
+        .collect();
+    if rows.len() < 3 {
+        return String::new();
+    }
+    let mut md = String::from(
+        "| operator, settings | jobs/s to all pods | jobs/s to Succeeded | creation -> Succeeded p50 / p99 (s) | API requests per job | CPU (s) | peak RSS (MB) |\n|---|---|---|---|---|---|---|\n",
+    );
+    for (name, p) in rows {
+        let _ = writeln!(
+            md,
+            "| {name} | {} | {} | {} | {} | {} | {} |",
+            num(p.throughput_all_pods, 1),
+            num(p.throughput_succeeded, 1),
+            p.latency_succeeded
+                .map_or_else(|| "-".to_owned(), |l| format!("{:.1} / {:.1}", l.p50, l.p99)),
+            num(p.requests.as_ref().map(|r| r.per_job), 1),
+            num(p.process.as_ref().map(|s| s.cpu_seconds), 1),
+            num(p.process.as_ref().map(|s| s.peak_rss_mb), 1),
+        );
+    }
     md
 }
 
@@ -244,7 +295,9 @@ fn summary(run: &Run, heading: &str) -> String {
     phases.extend(&run.replay);
     phases.extend(run.all_schemes.as_ref());
     phases.extend(run.paced.as_ref().map(|p| &p.phase));
+    phases.extend(&run.settings);
     phases.extend(run.kubeflow.as_ref());
+    phases.extend(run.kubeflow_matched.as_ref());
     // The operator's figures as ratios against each baseline of the same run.
     let baselines: Vec<(&str, &Phase)> = run
         .ceiling
@@ -252,6 +305,11 @@ fn summary(run: &Run, heading: &str) -> String {
         .map(|p| ("ceiling", p))
         .chain(run.replay.iter().map(|p| (p.name.as_str(), p)))
         .chain(run.kubeflow.iter().map(|p| ("Kubeflow", p)))
+        .chain(
+            run.kubeflow_matched
+                .iter()
+                .map(|p| ("Kubeflow at kfop's settings", p)),
+        )
         .collect();
     let _ = write!(md, "| |");
     for p in &phases {
@@ -419,6 +477,8 @@ mod tests {
                 rate: 22.5,
                 phase: phase("operator at 22.5 jobs/s", 22.0, 1.2, 50.0),
             }),
+            settings: Vec::new(),
+            kubeflow_matched: None,
         }
     }
 
@@ -462,37 +522,66 @@ mod tests {
     const DOC_BEGIN: &str = "<!-- scale results: generated from bench/results/burst/summary.json by `KFOP_BLESS=1 cargo test -p kfop-bench benchmarks_doc` -->";
     const DOC_END: &str = "<!-- end of scale results -->";
 
-    /// docs/benchmarks.md's section for `run`: its workload, figures and targets, between the
-    /// markers.
-    fn doc_section(run: &Run) -> String {
-        format!("{DOC_BEGIN}\n{}{DOC_END}", summary(run, "####"))
+    /// Checks (or, with `KFOP_BLESS`, rewrites) the block of docs/benchmarks.md between `begin`
+    /// and `end` against `render` of the committed run `summary`.
+    fn check_doc_block(begin: &str, end: &str, summary: &str, render: fn(&Run) -> String) {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let json = std::fs::read_to_string(root.join(summary)).unwrap();
+        let section = format!("{begin}\n{}{end}", render(&serde_json::from_str(&json).unwrap()));
+        let path = root.join("docs/benchmarks.md");
+        let doc = std::fs::read_to_string(&path).unwrap();
+        let start = doc
+            .find(begin)
+            .unwrap_or_else(|| panic!("docs/benchmarks.md has no {begin}"));
+        let stop = doc
+            .find(end)
+            .unwrap_or_else(|| panic!("docs/benchmarks.md has no {end}"))
+            + end.len();
+        if std::env::var_os("KFOP_BLESS").is_some() {
+            std::fs::write(&path, format!("{}{section}{}", &doc[..start], &doc[stop..])).unwrap();
+            return;
+        }
+        assert!(
+            doc[start..stop] == section,
+            "docs/benchmarks.md's block is not {summary}'s: run KFOP_BLESS=1 cargo test -p \
+             kfop-bench benchmarks_doc\n{section}"
+        );
     }
 
     /// docs/benchmarks.md's scale section is the committed burst run's, rendered; bless to
     /// regenerate.
     #[test]
     fn benchmarks_doc_shows_the_committed_results() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-        let json = std::fs::read_to_string(root.join("bench/results/burst/summary.json")).unwrap();
-        let section = doc_section(&serde_json::from_str(&json).unwrap());
-        let path = root.join("docs/benchmarks.md");
-        let doc = std::fs::read_to_string(&path).unwrap();
-        let start = doc
-            .find(DOC_BEGIN)
-            .expect("docs/benchmarks.md has the scale results' start marker");
-        let end = doc
-            .find(DOC_END)
-            .expect("docs/benchmarks.md has the scale results' end marker")
-            + DOC_END.len();
-        if std::env::var_os("KFOP_BLESS").is_some() {
-            std::fs::write(&path, format!("{}{section}{}", &doc[..start], &doc[end..])).unwrap();
-            return;
-        }
+        check_doc_block(DOC_BEGIN, DOC_END, "bench/results/burst/summary.json", |run| {
+            summary(run, "####")
+        });
+    }
+
+    #[test]
+    fn equal_settings_are_phases_a_baseline_and_a_table() {
+        let mut equal = run(0.0);
+        assert_eq!(settings_table(&equal), "", "no phase at the other's settings");
+        equal.settings = vec![phase("operator at Kubeflow's defaults", 2.0, 9.0, 40.0)];
+        equal.kubeflow_matched = Some(phase("Kubeflow at kfop's settings", 20.0, 2.0, 300.0));
+        let md = markdown(&equal);
         assert!(
-            doc[start..end] == section,
-            "docs/benchmarks.md's scale results are not bench/results/burst/summary.json's: \
-             run KFOP_BLESS=1 cargo test -p kfop-bench benchmarks_doc\n{section}"
+            md.contains(
+                "| jobs/s, creation -> all pods exist | 40.0 | 45.0 | 39.0 | 22.0 | 2.0 | 10.0 | 20.0 | 0.89 | 4.00 | 2.00 |"
+            ),
+            "{md}"
         );
+        assert!(md.contains("| operator / Kubeflow | operator / Kubeflow at kfop's settings |"));
+        let table = settings_table(&equal);
+        assert_eq!(table.lines().count(), 2 + 4, "{table}");
+        assert!(
+            table.contains("| operator at its defaults (4 threads, no client limit) | 40.0 |"),
+            "{table}"
+        );
+        assert!(
+            table.contains("| operator at Kubeflow's defaults | 2.0 | - | - | 20.0 | 12.0 | 40.0 |"),
+            "{table}"
+        );
+        assert!(md.contains("## At each other's settings"));
     }
 
     #[test]

@@ -233,6 +233,14 @@ pub struct Run {
     /// The operator again with jobs arriving at half the ceiling's rate, with `--paced`.
     #[serde(default)]
     pub paced: Option<Paced>,
+    /// The operator at other settings than the first phase's: at Kubeflow's defaults (with
+    /// `--equal-settings`), then at each `--client-limit`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settings: Vec<Phase>,
+    /// Kubeflow at the operator's settings (its threads, no client-side limit), with
+    /// `--equal-settings`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubeflow_matched: Option<Phase>,
 }
 
 impl Run {
@@ -246,9 +254,14 @@ impl Run {
             run.all_schemes.as_mut(),
         ]
         .into_iter()
-        .chain([run.kubeflow.as_mut(), run.paced.as_mut().map(|p| &mut p.phase)])
+        .chain([
+            run.kubeflow.as_mut(),
+            run.paced.as_mut().map(|p| &mut p.phase),
+            run.kubeflow_matched.as_mut(),
+        ])
         .flatten()
-        .chain(run.replay.iter_mut());
+        .chain(run.replay.iter_mut())
+        .chain(run.settings.iter_mut());
         for phase in phases {
             phase.timeline = Timeline::default();
             phase.samples.clear();

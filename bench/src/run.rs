@@ -9,7 +9,7 @@ use kube::Client;
 use kube::api::{Api, DeleteParams, PostParams};
 
 use crate::ceiling::{self, Children};
-use crate::cli::{Args, PeerOperator};
+use crate::cli::{Args, ClientLimit, PeerOperator};
 use crate::error::{Error, Result};
 use crate::observe::Observed;
 use crate::operator::{self, Operator};
@@ -52,6 +52,8 @@ pub async fn run(args: &Args) -> Result<Run> {
         schemes: &schemes,
         capture: !args.no_ceiling,
         rate: args.rate,
+        threads: args.concurrency,
+        limit: None,
         log: results.join("operator.log"),
     })
     .await?;
@@ -102,6 +104,8 @@ pub async fn run(args: &Args) -> Result<Run> {
             schemes: &every,
             capture: false,
             rate: args.rate,
+            threads: args.concurrency,
+            limit: None,
             log: results.join("operator-all-kinds.log"),
         })
         .await?;
@@ -118,6 +122,8 @@ pub async fn run(args: &Args) -> Result<Run> {
                 schemes: &schemes,
                 capture: false,
                 rate,
+                threads: args.concurrency,
+                limit: None,
                 log: results.join("operator-paced.log"),
             })
             .await?;
@@ -125,9 +131,48 @@ pub async fn run(args: &Args) -> Result<Run> {
         }
         _ => None,
     };
-    let kubeflow = match args.peer {
-        Some(PeerOperator::Kubeflow) => Some(kubeflow_phase(args, &plane, &client).await?),
-        None => None,
+    // The operator at other settings: Kubeflow's defaults, then each client limit asked for.
+    let mut settings = Vec::new();
+    let kubeflow_defaults =
+        args.equal_settings
+            .then_some((1, ClientLimit::KUBEFLOW, "kubeflow-defaults".to_owned()));
+    let limits = args.client_limit.iter().map(|limit| {
+        let tag = format!("qps-{}-burst-{}", limit.qps, limit.burst);
+        (args.concurrency, *limit, tag)
+    });
+    for (threads, limit, tag) in kubeflow_defaults.into_iter().chain(limits) {
+        let name = if tag == "kubeflow-defaults" {
+            format!(
+                "operator at Kubeflow's defaults ({threads} thread, QPS {}, burst {})",
+                limit.qps, limit.burst
+            )
+        } else {
+            format!("operator at QPS {}, burst {}", limit.qps, limit.burst)
+        };
+        let (phase, _) = operator_run(OperatorPhase {
+            name,
+            namespace: "bench-settings",
+            schemes: &schemes,
+            capture: false,
+            rate: args.rate,
+            threads,
+            limit: Some(limit),
+            log: results.join(format!("operator-{tag}.log")),
+        })
+        .await?;
+        settings.push(phase);
+    }
+    let (kubeflow, kubeflow_matched) = match args.peer {
+        Some(PeerOperator::Kubeflow) => {
+            let defaults = kubeflow_phase(args, &plane, &client, KubeflowSettings::Defaults).await?;
+            let matched = if args.equal_settings {
+                Some(kubeflow_phase(args, &plane, &client, KubeflowSettings::Kfop).await?)
+            } else {
+                None
+            };
+            (Some(defaults), matched)
+        }
+        None => (None, None),
     };
     config.date = date();
 
@@ -139,6 +184,8 @@ pub async fn run(args: &Args) -> Result<Run> {
         all_schemes,
         kubeflow,
         paced,
+        settings,
+        kubeflow_matched,
     };
     write_results(&run, &results)?;
     drop(plane);
@@ -169,13 +216,7 @@ pub async fn start_plane(args: &Args) -> Result<(ControlPlane, Client)> {
 }
 
 pub fn config(args: &Args) -> RunConfig {
-    let mut operator_args = Vec::new();
-    if let Some(qps) = args.qps {
-        operator_args.push(format!("--kube-api-qps={qps}"));
-    }
-    if let Some(burst) = args.burst {
-        operator_args.push(format!("--kube-api-burst={burst}"));
-    }
+    let mut operator_args = client_flags(args);
     operator_args.extend(args.operator_args.iter().cloned());
     RunConfig {
         jobs: args.jobs,
@@ -190,6 +231,18 @@ pub fn config(args: &Args) -> RunConfig {
         date: String::new(),
         lean_plane: args.lean_plane,
     }
+}
+
+/// `--qps` and `--burst` as the operator's flags.
+fn client_flags(args: &Args) -> Vec<String> {
+    let mut flags = Vec::new();
+    if let Some(qps) = args.qps {
+        flags.push(format!("--kube-api-qps={qps}"));
+    }
+    if let Some(burst) = args.burst {
+        flags.push(format!("--kube-api-burst={burst}"));
+    }
+    flags
 }
 
 /// Writes every results file into `dir`.
@@ -213,6 +266,10 @@ pub struct OperatorPhase<'a> {
     pub capture: bool,
     /// Jobs per second; 0 for all at once.
     pub rate: f64,
+    /// `--controller-threads`.
+    pub threads: u16,
+    /// A client-side limit in place of the run's `--qps`/`--burst`.
+    pub limit: Option<ClientLimit>,
     pub log: PathBuf,
 }
 
@@ -275,8 +332,12 @@ pub async fn operator_phase(
         .map(|s| format!("--enable-scheme={s}"))
         .collect();
     flags.push(format!("--namespace={}", phase.namespace));
-    flags.push(format!("--controller-threads={}", args.concurrency));
-    flags.extend(config(args).operator_args);
+    flags.push(format!("--controller-threads={}", phase.threads));
+    match phase.limit {
+        Some(limit) => flags.extend(limit.flags()),
+        None => flags.extend(client_flags(args)),
+    }
+    flags.extend(args.operator_args.iter().cloned());
     let mut operator = Operator::spawn(bin, plane.kubeconfig(), &flags, &phase.log).await?;
     operator.wait_ready(Duration::from_secs(60)).await?;
     let measured = measure(
@@ -407,11 +468,45 @@ impl ServerCpu {
     }
 }
 
-/// Kubeflow training-operator v1.8.1 at its defaults (one reconcile thread, client QPS 20 and
-/// burst 30) on the same workload, watching its own namespace, out of cluster.
-async fn kubeflow_phase(args: &Args, plane: &ControlPlane, client: &Client) -> Result<Phase> {
-    let name = "Kubeflow training-operator v1.8.1";
-    let namespace = "bench-kubeflow";
+/// Which settings Kubeflow's training-operator runs with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KubeflowSettings {
+    /// Its defaults: one reconcile thread, client QPS 20 and burst 30 (controller-runtime's).
+    Defaults,
+    /// kfop's: `--concurrency` reconcile threads and no client-side limit, on v1.8.1 built with
+    /// the client-limit flags it lacks (`testenv/peers/training-operator-client-flags`).
+    Kfop,
+}
+
+/// Kubeflow training-operator v1.8.1 on the same workload, watching its own namespace, out of
+/// cluster; the namespace is cleared afterwards.
+async fn kubeflow_phase(
+    args: &Args,
+    plane: &ControlPlane,
+    client: &Client,
+    settings: KubeflowSettings,
+) -> Result<Phase> {
+    let (name, namespace, options) = match settings {
+        KubeflowSettings::Defaults => (
+            "Kubeflow training-operator v1.8.1".to_owned(),
+            "bench-kubeflow",
+            PeerOptions::default(),
+        ),
+        KubeflowSettings::Kfop => (
+            format!(
+                "Kubeflow v1.8.1 at kfop's settings ({} threads, no client limit)",
+                args.concurrency
+            ),
+            "bench-kubeflow-matched",
+            PeerOptions {
+                peer: TRAINING_OPERATOR_CLIENT_FLAGS.to_owned(),
+                controller_threads: u32::from(args.concurrency),
+                // client-go's limiter is off for a negative QPS.
+                extra_args: vec!["--kube-api-qps=-1".to_owned()],
+                ..PeerOptions::default()
+            },
+        ),
+    };
     tracing::info!(phase = name, jobs = args.jobs, "peer phase");
     let peer = Peer::start(
         plane.kubeconfig(),
@@ -421,19 +516,23 @@ async fn kubeflow_phase(args: &Args, plane: &ControlPlane, client: &Client) -> R
             // The plane has kfop's CRDs, which serve the same API.
             install_crds: false,
             start_timeout: Duration::from_secs(120),
-            ..PeerOptions::default()
+            ..options
         },
     )
     .await?;
     let addr = peer.metrics_addr();
     let server = (peer.pid(), apiserver_pid(plane));
-    let measured = measure(args, args.rate, client, namespace, name, server, || {
+    let measured = measure(args, args.rate, client, namespace, &name, server, || {
         operator::scrape(addr)
     })
     .await?;
     drop(peer);
-    Ok(measured.phase(name, RequestMetrics::CLIENT_GO, args.jobs))
+    clear_namespace(client, namespace).await?;
+    Ok(measured.phase(&name, RequestMetrics::CLIENT_GO, args.jobs))
 }
+
+/// training-operator v1.8.1 with `--kube-api-qps` and `--kube-api-burst` added.
+const TRAINING_OPERATOR_CLIENT_FLAGS: &str = "training-operator-client-flags";
 
 /// A plain-client phase: which requests it sends per job, and where.
 pub struct CeilingPhase {

@@ -85,6 +85,8 @@ pub async fn run(args: &Args, pairs: usize) -> Result<WireRun> {
                     schemes: &schemes,
                     capture: captured.is_none(),
                     rate: args.rate,
+                    threads: args.concurrency,
+                    limit: None,
                     log: results.join(format!("operator-{}-{pair}.log", name(encoding))),
                 },
             )
