@@ -214,7 +214,7 @@ impl PeerBuild {
 
     /// The peer's webhook configurations as its module ships them: none, a validating one
     /// (training-operator) or both kinds in one file (Kueue).
-    fn webhooks(&self) -> Result<ModuleWebhooks> {
+    pub(crate) fn webhooks(&self) -> Result<ModuleWebhooks> {
         let file = self.dir.join("webhooks.yaml");
         let mut found = ModuleWebhooks::default();
         if !file.is_file() {
@@ -242,9 +242,9 @@ impl PeerBuild {
 
 /// The webhook configurations in a peer's module.
 #[derive(Debug, Default)]
-struct ModuleWebhooks {
-    validating: Option<ValidatingWebhookConfiguration>,
-    mutating: Option<MutatingWebhookConfiguration>,
+pub(crate) struct ModuleWebhooks {
+    pub(crate) validating: Option<ValidatingWebhookConfiguration>,
+    pub(crate) mutating: Option<MutatingWebhookConfiguration>,
 }
 
 /// Whether the API server calls the peer's validating webhooks.
@@ -860,7 +860,7 @@ async fn health_port_lock(name: &str, wait: Duration) -> Result<std::fs::File> {
     }
 }
 
-fn peer_error(peer: &str, message: impl Into<String>) -> Error {
+pub(crate) fn peer_error(peer: &str, message: impl Into<String>) -> Error {
     Error::Peer {
         peer: peer.to_owned(),
         message: message.into(),
@@ -868,7 +868,7 @@ fn peer_error(peer: &str, message: impl Into<String>) -> Error {
 }
 
 /// A new directory `$TMPDIR/kfop-peers/<name>-<namespace>-<pid>-<nanos>`.
-fn fresh_dir(name: &str, namespace: &str) -> Result<PathBuf> {
+pub(crate) fn fresh_dir(name: &str, namespace: &str) -> Result<PathBuf> {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
@@ -922,14 +922,14 @@ async fn ensure_secret(client: &Client, namespace: &str) -> Result<()> {
 }
 
 /// The CA that signed the peer's serving cert.
-struct Ca {
-    pem: String,
+pub(crate) struct Ca {
+    pub(crate) pem: String,
     der: Vec<u8>,
 }
 
 /// Writes `tls.crt` and `tls.key` (valid for 127.0.0.1 and the in-cluster service name) into
 /// `dir` and returns the CA that signed them.
-fn write_serving_cert(dir: &Path, operator_namespace: &str) -> Result<Ca> {
+pub(crate) fn write_serving_cert(dir: &Path, operator_namespace: &str) -> Result<Ca> {
     std::fs::create_dir_all(dir).map_err(Error::io(dir))?;
     let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -981,7 +981,7 @@ fn ensure_rotator_sees_certs(peer: &str, pem: &str) -> Result<()> {
 
 /// What a peer's validating and mutating webhook configurations share (the same fields on two
 /// types), so that one piece of code points either at loopback.
-trait WebhookSet:
+pub(crate) trait WebhookSet:
     kube::Resource<DynamicType = (), Scope = k8s_openapi::ClusterResourceScope>
     + Clone
     + std::fmt::Debug
@@ -1039,7 +1039,7 @@ webhook_set!(MutatingWebhookConfiguration);
 /// The module's webhook configuration, renamed (training-operator's rotator only rewrites the
 /// caBundle of the one named `validator.training-operator.kubeflow.org`, and would put its CA
 /// there) and pointed at the peer on loopback, for `namespace` only.
-fn loopback_webhooks<W: WebhookSet>(
+pub(crate) fn loopback_webhooks<W: WebhookSet>(
     mut config: W,
     name: &str,
     namespace: &str,
@@ -1077,7 +1077,7 @@ fn loopback_webhooks<W: WebhookSet>(
 }
 
 /// Applies a webhook configuration made by [`loopback_webhooks`]; returns its name.
-async fn apply_webhooks<W: WebhookSet>(client: &Client, config: &W) -> Result<String> {
+pub(crate) async fn apply_webhooks<W: WebhookSet>(client: &Client, config: &W) -> Result<String> {
     let name = config.meta().name.clone().unwrap_or_default();
     Api::<W>::all(client.clone())
         .patch(
@@ -1109,7 +1109,7 @@ fn enabled_webhooks(
 }
 
 /// The paths of the webhooks in `config`.
-fn webhook_paths<W: WebhookSet>(config: &W) -> Vec<String> {
+pub(crate) fn webhook_paths<W: WebhookSet>(config: &W) -> Vec<String> {
     config.paths()
 }
 
@@ -1217,7 +1217,7 @@ fn ensure_kueue_metrics_cert(peer: &str, from: &Path, to: &Path) -> Result<()> {
 }
 
 /// A client for the peer's webhook server, trusting its CA as the API server does.
-fn webhook_client(port: u16, ca: &Ca) -> Result<Client> {
+pub(crate) fn webhook_client(port: u16, ca: &Ca) -> Result<Client> {
     let url: http::Uri = format!("https://127.0.0.1:{port}")
         .parse()
         .map_err(|e| Error::Startup(format!("webhook URL: {e}")))?;
@@ -1228,7 +1228,7 @@ fn webhook_client(port: u16, ca: &Ca) -> Result<Client> {
 
 /// Whether the webhook at `path` handles an AdmissionReview: any HTTP 200 (it may well refuse
 /// the empty object); an unregistered path answers 404.
-async fn webhook_answers(client: &Client, path: &str) -> bool {
+pub(crate) async fn webhook_answers(client: &Client, path: &str) -> bool {
     let review = serde_json::json!({
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",
@@ -1244,7 +1244,7 @@ async fn webhook_answers(client: &Client, path: &str) -> bool {
 }
 
 /// Whether `GET path` on `addr` answers 200 (controller-runtime's probe server speaks HTTP/1).
-fn http_ok(addr: SocketAddr, path: &str) -> bool {
+pub(crate) fn http_ok(addr: SocketAddr, path: &str) -> bool {
     http_get(addr, path).is_some_and(|(code, _)| code == 200)
 }
 
