@@ -1,4 +1,4 @@
-//! The command line: `kfop new`, `kfop gen`, `kfop apply`, `kfop cluster`.
+//! The command line: `kfop new`, `kfop gen`, `kfop apply`, `kfop katib-template`, `kfop cluster`.
 use clap::{Parser, Subcommand};
 
 use crate::commands;
@@ -24,6 +24,9 @@ pub enum Command {
     /// Apply a manifest-only framework (kfop.yaml) to a cluster running the all-in-one
     /// operator, which loads it as a run-time framework
     Apply(commands::apply::ApplyArgs),
+    /// Print the trialTemplate of a Katib Experiment whose Trials are jobs of a kind (a bundled
+    /// one, or the one a kfop.yaml declares), or check an Experiment's trialTemplate
+    KatibTemplate(commands::katib::KatibTemplateArgs),
     /// Start, inspect or stop the local control plane (etcd, kube-apiserver,
     /// kube-controller-manager, kube-scheduler and kwok on loopback)
     #[command(subcommand)]

@@ -58,6 +58,9 @@ fn main() -> ExitCode {
             })
             .map_err(Into::into),
         Command::Apply(args) => commands::apply::run(&args).map_err(Into::into),
+        Command::KatibTemplate(args) => commands::katib::run(&args)
+            .map(|text| say(&text))
+            .map_err(Into::into),
         Command::Cluster(cmd) => commands::cluster::run(cmd).map_err(Into::into),
     };
     match result {

@@ -1,3 +1,4 @@
 pub mod apply;
 pub mod cluster;
 pub mod codegen;
+pub mod katib;
