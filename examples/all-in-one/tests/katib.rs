@@ -396,7 +396,7 @@ async fn run(
     api.create(&PostParams::default(), &experiment).await.unwrap();
     let done = wait::until(
         &format!("Experiment {name} {outcome}"),
-        Duration::from_secs(180),
+        Duration::from_secs(600),
         || {
             let api = api.clone();
             let name = name.clone();
@@ -557,16 +557,24 @@ async fn katib_runs_experiments_whose_trials_are_kfop_jobs() {
     let (seen, watches) = watch_trials_and_pods(ns.client(), ns.name());
     let mut rates = Vec::new();
 
-    // A PyTorchJob per Trial: six Trials, three at a time.
+    // A PyTorchJob per Trial: six Trials, three at a time (more for a benchmark run:
+    // KFOP_KATIB_TRIALS and KFOP_KATIB_PARALLEL).
+    let setting = |name: &str, default: u32| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse::<u32>().ok())
+            .unwrap_or(default)
+    };
+    let (max, parallel) = (setting("KFOP_KATIB_TRIALS", 6), setting("KFOP_KATIB_PARALLEL", 3));
     let (done, took) = run(
         &ns,
         &katib,
-        experiment("pytorch-random", 3, 6, 1, pytorch_template("")),
+        experiment("pytorch-random", parallel, max, 1, pytorch_template("")),
         "Succeeded",
     )
     .await;
-    assert_objectives_recorded(&ns, &player, &done, 6).await;
-    rates.push(("PyTorchJob", 6, took));
+    assert_objectives_recorded(&ns, &player, &done, max as usize).await;
+    rates.push(("PyTorchJob", max as usize, took));
 
     // A TFJob per Trial (two workers, worker 0 the primary pod).
     let (done, took) = run(
