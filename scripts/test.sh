@@ -22,6 +22,7 @@ go_builds() {
   testenv/peers/build.sh training-operator-v1.9.0
   testenv/peers/build.sh mpi-operator-v0.6.0
   testenv/peers/build.sh kueue-v0.17.0   # the kueue test runs it next to kfop
+  testenv/peers/build.sh kueue-v0.19.2   # kueue (Kubeflow integrations on) and kueue_pod_groups (off)
   testenv/peers/build.sh katib-v0.19.0   # controller, db-manager, goptuna: the katib test
 
   # The install test renders the chart and the overlays, and packs and reads back the image.

@@ -56,6 +56,14 @@ const MPI_OPERATOR_READY_LINE: &str = "Started workers";
 /// un-suspends them once their Workload fits a ClusterQueue's quota. It runs out of cluster as
 /// [`Peer::start`] describes: a config file, its webhooks (mutating and validating) on loopback.
 pub const KUEUE_V0_17_0: &str = "kueue-v0.17.0";
+/// Kueue v0.19.2 (`testenv/peers/kueue-v0.19.2/`), the newest the Go module proxy serves: its
+/// Kubeflow job integrations are off unless its configuration lists them (its default
+/// `integrations.frameworks` is `batch/job` alone), and it runs as [`KUEUE_V0_17_0`] does.
+pub const KUEUE_V0_19_2: &str = "kueue-v0.19.2";
+/// Kueue's "pod" integration as a kind of [`PeerOptions::enable_schemes`]: plain pods and pod
+/// groups (its `integrations.frameworks` entry `pod`, its webhooks `/mutate--v1-pod` and
+/// `/validate--v1-pod`).
+pub const KUEUE_POD_INTEGRATION: &str = "pod";
 /// The binary `build.sh` names after Kueue's `peer.env`.
 const KUEUE_BINARY: &str = "kueue";
 /// The Kubeflow kinds kfop serves that Kueue integrates (its `integrations.frameworks` are
@@ -510,6 +518,8 @@ impl Peer {
         started: Instant,
     ) -> Result<Self> {
         let name = build.name().to_owned();
+        let plane_lock =
+            kueue_plane_lock(&name, kubeconfig, options.start_timeout.max(PORT_LOCK_WAIT)).await?;
         let dir = fresh_dir(&name, namespace)?;
         let logs = dir.join("logs");
         std::fs::create_dir_all(&logs).map_err(Error::io(&logs))?;
@@ -558,6 +568,7 @@ impl Peer {
             (kubeconfig, namespace),
             [metrics_port, health_port, webhook_port],
         );
+        peer._port_lock = Some(plane_lock);
         // As for training-operator: applied once the peer runs, so that they go with it.
         if options.webhooks == PeerWebhooks::Loopback {
             if let Some(mwc) = mutating {
@@ -840,6 +851,34 @@ impl Drop for OperatorProcess {
 /// lanes: a conformance run holds one for minutes).
 const PORT_LOCK_WAIT: Duration = Duration::from_secs(20 * 60);
 
+/// Waits for this plane's Kueue lock: Kueue watches its own kinds cluster-wide (ClusterQueues,
+/// Workloads of every namespace), so two on one plane would both admit every Workload. Tests on
+/// the same plane (its kubeconfig) take turns; Kueues of different planes (MultiKueue's manager
+/// and worker) run at once.
+async fn kueue_plane_lock(name: &str, kubeconfig: &Path, wait: Duration) -> Result<std::fs::File> {
+    let key: String = kubeconfig
+        .display()
+        .to_string()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let path = std::env::temp_dir().join(format!("kfop-kueue{key}.lock"));
+    let file = std::fs::File::create(&path).map_err(Error::io(&path))?;
+    let locking = tokio::task::spawn_blocking(move || file.lock().map(|()| file));
+    match tokio::time::timeout(wait, locking).await {
+        Ok(Ok(Ok(file))) => Ok(file),
+        Ok(Ok(Err(e))) => Err(Error::io(&path)(e)),
+        Ok(Err(_)) | Err(_) => Err(peer_error(
+            name,
+            format!(
+                "another Kueue on this plane held {} for {}s",
+                path.display(),
+                wait.as_secs()
+            ),
+        )),
+    }
+}
+
 /// Waits for this machine's lock on [`MPI_OPERATOR_HEALTH_PORT`]: mpi-operators of tests run at
 /// the same time take turns instead of failing on the port.
 async fn health_port_lock(name: &str, wait: Duration) -> Result<std::fs::File> {
@@ -1113,7 +1152,8 @@ pub(crate) fn webhook_paths<W: WebhookSet>(config: &W) -> Vec<String> {
     config.paths()
 }
 
-/// Kueue's `integrations.frameworks` kinds: `schemes` lowercased, or [`KUEUE_KUBEFLOW_KINDS`].
+/// Kueue's `integrations.frameworks` kinds: `schemes` lowercased, or [`KUEUE_KUBEFLOW_KINDS`];
+/// [`KUEUE_POD_INTEGRATION`] stands for itself, the others are `kubeflow.org/<kind>`.
 fn kueue_kinds(schemes: &[String]) -> Vec<String> {
     if schemes.is_empty() {
         KUEUE_KUBEFLOW_KINDS.iter().map(|k| (*k).to_owned()).collect()
@@ -1131,7 +1171,16 @@ fn kueue_config(
     [metrics, health, webhook]: [u16; 3],
     cert_dir: &Path,
 ) -> serde_json::Value {
-    let frameworks: Vec<String> = kinds.iter().map(|k| format!("kubeflow.org/{k}")).collect();
+    let frameworks: Vec<String> = kinds
+        .iter()
+        .map(|k| {
+            if k == KUEUE_POD_INTEGRATION {
+                k.clone()
+            } else {
+                format!("kubeflow.org/{k}")
+            }
+        })
+        .collect();
     serde_json::json!({
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
@@ -1169,11 +1218,14 @@ fn merge_json(base: &mut serde_json::Value, patch: &serde_json::Value) {
 }
 
 /// Whether Kueue's webhook at `path` (for `groups`) is registered: those of Kueue's own kinds and
-/// of the enabled Kubeflow kinds (`/mutate-kubeflow-org-v1-pytorchjob`). The others' integrations
-/// are off and their kinds absent.
+/// of the enabled Kubeflow kinds (`/mutate-kubeflow-org-v1-pytorchjob`), and the pod webhooks when
+/// the pod integration is on. The others' integrations are off and their kinds absent.
 fn kueue_keeps_webhook(path: &str, groups: &[String], kinds: &[String]) -> bool {
     let has = |group: &str| groups.iter().any(|g| g == group);
-    has("kueue.x-k8s.io") || (has("kubeflow.org") && kinds.iter().any(|k| path.ends_with(&format!("-{k}"))))
+    let enabled = |kind: &str| kinds.iter().any(|k| k == kind);
+    has("kueue.x-k8s.io")
+        || (has("kubeflow.org") && kinds.iter().any(|k| path.ends_with(&format!("-{k}"))))
+        || (has("") && enabled(KUEUE_POD_INTEGRATION) && path.ends_with("--v1-pod"))
 }
 
 /// Puts `tls.crt` and `tls.key` from `from` into `to` unless it has them; a directory renamed in
@@ -1350,7 +1402,20 @@ mod tests {
             "trainer.kubeflow.org"
         ));
         assert!(!keeps("/mutate-batch-v1-job", "batch"));
+        assert!(!keeps("/mutate--v1-pod", ""));
         assert_eq!(kueue_kinds(&[]).len(), KUEUE_KUBEFLOW_KINDS.len());
+    }
+
+    #[test]
+    fn kueue_s_pod_integration_keeps_the_pod_webhooks_and_is_named_bare() {
+        let kinds = kueue_kinds(&[KUEUE_POD_INTEGRATION.to_owned()]);
+        let keeps = |path: &str, group: &str| kueue_keeps_webhook(path, &[group.to_owned()], &kinds);
+        assert!(keeps("/mutate--v1-pod", ""));
+        assert!(keeps("/validate--v1-pod", ""));
+        assert!(!keeps("/mutate-kubeflow-org-v1-pytorchjob", "kubeflow.org"));
+        assert!(!keeps("/mutate-apps-v1-deployment", "apps"));
+        let config = kueue_config("kueue-system", "kf", &kinds, [1, 2, 3], Path::new("/certs"));
+        assert_eq!(config["integrations"]["frameworks"], serde_json::json!(["pod"]));
     }
 
     #[test]
