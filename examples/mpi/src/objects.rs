@@ -100,6 +100,13 @@ pub fn desired_objects(ctx: &JobContext<'_, MPIJob>) -> Result<Vec<DesiredObject
     ));
 
     let suspended = ctx.phase == JobPhase::Suspended;
+    // A Kueue pod group is admitted whole, the launcher with the workers: waiting for the
+    // workers to be ready first would wait forever.
+    let grouped = ctx
+        .observed
+        .scheduling
+        .kueue_group(job, ctx.specs.values())
+        .is_some();
     if launcher != Launcher::Missing {
         // Only `suspend` follows the MPIJob (the rest of a Job's spec is immutable), and on
         // resume the scheduling fields Kueue may have set on the launcher's template.
@@ -111,18 +118,18 @@ pub fn desired_objects(ctx: &JobContext<'_, MPIJob>) -> Result<Vec<DesiredObject
             if let Some(observed) = observed.filter(|o| !suspended && resumable(o))
                 && let Some(spec) = ctx.specs.get("Launcher")
             {
-                let template = launcher::pod_template(job, spec, &ctx.observed.scheduling.scheduler)?;
+                let template = launcher::pod_template(job, spec, &ctx.observed.scheduling, ctx.specs)?;
                 data["spec"]["template"] = scheduling_directives(&template, observed)?;
             }
             (data, SyncPolicy::Sync)
         };
         objects.push(object(&batch_job, launcher_name(&name), data, policy));
-    } else if !done && (suspended || may_start(extra.creation_policy(), workers, &worker_pods)) {
+    } else if !done && (suspended || grouped || may_start(extra.creation_policy(), workers, &worker_pods)) {
         let spec = ctx
             .specs
             .get("Launcher")
             .ok_or_else(|| FrameworkError::new("spec.mpiReplicaSpecs.Launcher is required; add it"))?;
-        let template = launcher::pod_template(job, spec, &ctx.observed.scheduling.scheduler)?;
+        let template = launcher::pod_template(job, spec, &ctx.observed.scheduling, ctx.specs)?;
         let data = launcher::job_spec(job, &template, suspended)?;
         objects.push(object(
             &batch_job,

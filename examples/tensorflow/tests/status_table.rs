@@ -7,10 +7,9 @@ use kfop_runtime::ObservedPod;
 use kfop_runtime::TrainingJob;
 use kfop_runtime::api::JobConditionType as C;
 use kfop_runtime::defaults::defaulted_specs;
-use kfop_runtime::gang::GangScheduler;
 use kfop_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kfop_runtime::k8s_openapi::jiff::Timestamp;
-use kfop_runtime::plan::{Observed, build_pod, plan};
+use kfop_runtime::plan::{Observed, Scheduling, build_pod, plan};
 use serde_json::{Value, json};
 use tensorflow_operator::{TFJob, framework};
 
@@ -232,7 +231,7 @@ const CASES: [Case; 19] = [
 fn tf_pod(job: &TFJob, role: &str, index: i32, phase: &str, exit: Option<i32>) -> Arc<ObservedPod> {
     let tf = framework(Default::default()).unwrap();
     let specs = defaulted_specs(tf.info(), job.replica_specs());
-    let mut pod = build_pod(&tf, job, &specs, (role, index), &GangScheduler::None)
+    let mut pod = build_pod(&tf, job, &specs, (role, index), &Scheduling::default())
         .unwrap()
         .pod;
     pod.metadata.uid = Some(format!("uid-{role}-{index}"));

@@ -71,6 +71,7 @@ struct Shared {
     pods: Children<CachedPod>,
     services: Children<CachedService>,
     priority_classes: Option<Store<PriorityClass>>,
+    kueue_workloads: Option<Store<DynamicObject>>,
     shutdown: watch::Receiver<bool>,
 }
 
@@ -295,6 +296,25 @@ impl Manager {
         } else {
             (None, futures::future::pending().boxed())
         };
+        // Under Kueue pod groups a job reports why its group waits, from its Workload.
+        let (kueue_workloads, kueue_workload_watch) = if self.config.controller.kueue_pod_groups {
+            let kind = crate::gang::workload_api_resource();
+            let api: Api<DynamicObject> = match &self.config.controller.namespace {
+                Some(ns) => Api::namespaced_with(self.client.clone(), ns, &kind),
+                None => Api::all_with(self.client.clone(), &kind),
+            };
+            let writer = reflector::store::Writer::<DynamicObject>::new(kind.clone());
+            let store = writer.as_reader();
+            let watch = watcher(api, watcher::Config::default())
+                .default_backoff()
+                .modify(crate::cache::slim_owned(&kind))
+                .reflect(writer)
+                .for_each(|_| std::future::ready(()))
+                .boxed();
+            (Some(store), watch)
+        } else {
+            (None, futures::future::pending().boxed())
+        };
         let shared = Shared {
             client: self.client.clone(),
             config: self.config.controller.clone(),
@@ -303,6 +323,7 @@ impl Manager {
             pods: pods.clone(),
             services: services.clone(),
             priority_classes,
+            kueue_workloads,
             shutdown: stop.clone(),
         };
         // One shared watch per owned kind, however many frameworks own it, seeing only objects
@@ -433,6 +454,7 @@ impl Manager {
             () = service_watch => Ok(()),
             _ = object_watches.then(|_| futures::future::pending::<()>()) => Ok(()),
             () = priority_class_watch => Ok(()),
+            () = kueue_workload_watch => Ok(()),
             () = readiness => Ok(()),
             result = on_start => result,
             error = lost_lease => Err(error),
@@ -458,6 +480,7 @@ async fn start_controller<F: Framework>(
         services: shared.services,
         objects,
         priority_classes: shared.priority_classes,
+        kueue_workloads: shared.kueue_workloads,
         created: Created::default(),
         deleted: Deleted::default(),
         written: Written::default(),

@@ -62,6 +62,11 @@ pub struct OperatorArgs {
     /// `kubernetes:<scheduler name>`), or `none`
     #[arg(long, default_value = "none")]
     pub gang_scheduler_name: crate::gang::GangScheduler,
+    /// Queue a job labelled `kueue.x-k8s.io/queue-name` through Kueue's `pod` integration: its
+    /// pods form one Kueue pod group, created gated and run once Kueue admits the group (for
+    /// Kueue without its Kubeflow job integrations; inert for a job those integrations manage)
+    #[arg(long)]
+    pub kueue_pod_groups: bool,
     /// Plan every live job again this often (e.g. `5m`, `90s`), so a lost watch event delays a
     /// job by at most this long
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
@@ -122,6 +127,7 @@ impl OperatorArgs {
                 child_events: !self.no_child_events,
                 namespace: self.namespace.clone(),
                 gang: self.gang_scheduler_name.clone(),
+                kueue_pod_groups: self.kueue_pod_groups,
                 resync_period: self.resync_period,
             },
             metrics_addr: Some(self.metrics_bind_address),

@@ -82,6 +82,12 @@ pub async fn workload(client: &Client, ns: &str, job: &str, condition: Option<(&
 /// that namespace (its jobs also pass `admission_check` when given, e.g. MultiKueue's), and the
 /// LocalQueue [`LOCAL_QUEUE`] in it. Returns once the ClusterQueue is active.
 pub async fn queues(client: &Client, ns: &str, cpus: usize, admission_check: Option<&str>) {
+    queues_with(client, ns, cpus, admission_check, Value::Null).await;
+}
+
+/// [`queues`] with `spec` merged into the ClusterQueue's spec (key by key, e.g. a
+/// `preemption` policy).
+pub async fn queues_with(client: &Client, ns: &str, cpus: usize, admission_check: Option<&str>, spec: Value) {
     let flavor = format!("flavor-{ns}");
     let cluster_queue = format!("cq-{ns}");
     let pp = PostParams::default();
@@ -114,6 +120,11 @@ pub async fn queues(client: &Client, ns: &str, cpus: usize, admission_check: Opt
     });
     if let Some(check) = admission_check {
         cq["spec"]["admissionChecksStrategy"] = json!({ "admissionChecks": [{ "name": check }] });
+    }
+    if let Value::Object(extra) = spec {
+        for (key, value) in extra {
+            cq["spec"][key] = value;
+        }
     }
     cqs.create(&pp, &object(cq)).await.unwrap();
     let lqs: Api<DynamicObject> =

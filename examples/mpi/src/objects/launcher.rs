@@ -4,12 +4,13 @@ use std::collections::BTreeMap;
 
 use kfop_runtime::FrameworkError;
 use kfop_runtime::api::{ReplicaSpec, RestartPolicy};
-use kfop_runtime::gang::{GangScheduler, decorate_pod_template};
+use kfop_runtime::gang::decorate_pod_template;
 use kfop_runtime::k8s_openapi::api::core::v1::{
     ConfigMapVolumeSource, KeyToPath, PodSpec, PodTemplateSpec, Volume, VolumeMount,
 };
 use kfop_runtime::kube::ResourceExt;
 use kfop_runtime::labels::{JOB_NAME, JOB_ROLE, OPERATOR_NAME};
+use kfop_runtime::plan::Scheduling;
 use kfop_runtime::plan::owner_reference;
 use kfop_runtime::serde_json::{Value, json};
 
@@ -64,11 +65,13 @@ pub fn launcher_env(
 }
 
 /// The launcher's pod template, gang-decorated as the engine decorates worker pods (the launcher
-/// is one of the PodGroup's members; mpi-operator decorates it too).
+/// is one of the PodGroup's members; mpi-operator decorates it too), and a member of the job's
+/// Kueue pod group under `--kueue-pod-groups` (`specs`: every role, to count the group).
 pub fn pod_template(
     job: &MPIJob,
     spec: &ReplicaSpec,
-    scheduler: &GangScheduler,
+    scheduling: &Scheduling,
+    specs: &BTreeMap<String, ReplicaSpec>,
 ) -> Result<PodTemplateSpec, FrameworkError> {
     let name = job.name_any();
     let extra = &job.spec.extra;
@@ -94,7 +97,10 @@ pub fn pod_template(
         .to_owned(),
     );
     mount_config(pod, &name, &[(HOSTFILE, 0o444), (DISCOVER_HOSTS, 0o555)])?;
-    decorate_pod_template(scheduler, &name, "Launcher", &mut template);
+    decorate_pod_template(&scheduling.scheduler, &name, "Launcher", &mut template);
+    if let Some(group) = scheduling.kueue_group(job, specs.values()) {
+        group.decorate("Launcher", &mut template);
+    }
     Ok(template)
 }
 

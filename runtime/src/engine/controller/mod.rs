@@ -56,6 +56,9 @@ pub struct ControllerConfig {
     /// Gang scheduling through Volcano or scheduler-plugins PodGroups (Kubeflow's
     /// `--gang-scheduler-name`).
     pub gang: GangScheduler,
+    /// A job labelled `kueue.x-k8s.io/queue-name` runs its pods as one Kueue pod group (Kueue's
+    /// "pod" integration) rather than waiting for Kueue to un-suspend it (`--kueue-pod-groups`).
+    pub kueue_pod_groups: bool,
     /// Every live job is planned again this often, so a lost watch event delays a job by at most
     /// this long (controller-runtime's SyncPeriod).
     pub resync_period: Duration,
@@ -72,6 +75,7 @@ impl Default for ControllerConfig {
             child_events: true,
             namespace: None,
             gang: GangScheduler::None,
+            kueue_pod_groups: false,
             resync_period: DEFAULT_RESYNC_PERIOD,
         }
     }
@@ -90,6 +94,8 @@ pub struct Context {
     pub objects: Vec<Children<DynamicObject>>,
     /// PriorityClasses, cached when gang scheduling is on.
     pub priority_classes: Option<Store<PriorityClass>>,
+    /// Kueue's Workloads, cached when Kueue pod groups are on.
+    pub kueue_workloads: Option<Store<DynamicObject>>,
     pub created: Created,
     pub deleted: Deleted,
     pub written: Written,
@@ -160,6 +166,8 @@ fn plan_job(ctx: &Context, job: &PackedJob) -> Result<crate::plan::Plan> {
             .flat_map(Store::state)
             .map(|pc| (pc.name_any(), priority_value(&pc)))
             .collect(),
+        kueue_pod_groups: ctx.config.kueue_pod_groups,
+        kueue_workload: kueue_workload(ctx, job),
     };
     let uid = job.uid().unwrap_or_default();
     let observed = observe(
@@ -172,6 +180,16 @@ fn plan_job(ctx: &Context, job: &PackedJob) -> Result<crate::plan::Plan> {
         &ctx.deleted,
     );
     ctx.framework.plan(job, &observed, &Time(Timestamp::now()))
+}
+
+/// The Workload of `job`'s Kueue pod group, as the cache shows it (looked up by the group's name,
+/// whether or not the job names a queue; the planner decides whether it has a group).
+fn kueue_workload(ctx: &Context, job: &PackedJob) -> Option<Arc<DynamicObject>> {
+    let store = ctx.kueue_workloads.as_ref()?;
+    let name = crate::gang::group_name(&job.name_any(), &job.uid().unwrap_or_default());
+    let key = ObjectRef::<DynamicObject>::new_with(&name, crate::gang::workload_api_resource())
+        .within(&job.namespace().unwrap_or_default());
+    store.get(&key)
 }
 
 #[tracing::instrument(
@@ -487,6 +505,7 @@ mod tests {
     fn test_job(name: &str) -> TestJob {
         let mut j = job("ns", name, &[("Worker", replica(1, None))]);
         j.metadata.uid = Some(format!("uid-{name}"));
+            kueue_workloads: None,
         j
     }
 

@@ -6,8 +6,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use kube::ResourceExt;
 
 use crate::api::ReplicaSpec;
-use crate::framework::{Framework, FrameworkError, Loaded, PodContext, TrainingJob};
-use crate::gang::{self, GangScheduler};
+use crate::framework::{Framework, FrameworkError, Loaded, PodContext, Scheduling, TrainingJob};
+use crate::gang;
 use crate::labels::{self, JOB_ROLE};
 
 /// A pod built from the role's template; whether the template's own restartPolicy was
@@ -19,13 +19,14 @@ pub struct BuiltPod {
 }
 
 /// The one decoration chain of a pod, run once: the role's defaulted template, the framework's
-/// decoration (the manifest's env, then its hooks), then the gang scheduler's marks.
+/// decoration (the manifest's env, then its hooks), then the gang scheduler's marks and the
+/// Kueue pod group's.
 pub fn build_pod<F: Framework>(
     framework: &Loaded<F>,
     job: &F::Job,
     specs: &BTreeMap<String, ReplicaSpec>,
     (role, index): (&str, i32),
-    scheduler: &GangScheduler,
+    scheduling: &Scheduling,
 ) -> Result<BuiltPod, FrameworkError> {
     let info = framework.info();
     let spec = specs
@@ -43,7 +44,10 @@ pub fn build_pod<F: Framework>(
         },
         &mut template,
     )?;
-    gang::decorate_pod_template(scheduler, &name, role, &mut template);
+    gang::decorate_pod_template(&scheduling.scheduler, &name, role, &mut template);
+    if let Some(group) = scheduling.kueue_group(job, specs.values()) {
+        group.decorate(role, &mut template);
+    }
 
     let mut pod_spec = template.spec.unwrap_or_default();
     let overrode_restart_policy = pod_spec.restart_policy.is_some();

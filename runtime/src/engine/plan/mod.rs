@@ -464,6 +464,12 @@ fn reconcile_job<F: Framework>(
         // The next pass cleans up and starts the TTL, as for any finished job. Its replica
         // counts are final now, so the finishing status is written once, not once as observed
         // and again as the next pass counts it.
+    if !d.status.is_finished()
+        && let Some(group) = observed.scheduling.kueue_group(job, specs.values())
+    {
+        kueue_waits(&group, observed, d);
+    }
+
         count_active_as_succeeded(&mut d.status);
         d.requeue(Duration::from_millis(200));
         return Ok(JobPhase::Finished);
@@ -498,6 +504,44 @@ fn gang_holds(observed: &Observed, job: &str) -> bool {
 /// pass that creates pods.
 fn warn_custom_scheduler(
     observed: &Observed,
+/// How often a job whose Kueue pod group waits is planned again, to refresh why it waits (Kueue's
+/// Workload conditions do not trigger a reconcile; its pods being ungated does).
+pub const KUEUE_WAIT_REFRESH: Duration = Duration::from_secs(10);
+
+/// Under Kueue pod groups, a job whose group's Workload is not admitted (not yet, or no longer:
+/// preempted) says so in its Running condition (False, reason `<Kind>WaitingForAdmission`) with
+/// Kueue's own words for why; its pods exist but stay gated until Kueue admits the group.
+fn kueue_waits(group: &gang::KueuePodGroup, observed: &Observed, d: &mut Draft<'_>) {
+    let workload = observed.scheduling.kueue_workload.as_deref();
+    if let gang::Admission::Waiting(why) = gang::admission(group, workload) {
+        let message = format!(
+            "{} {} waits for Kueue to admit its pods through LocalQueue {}: {why}",
+            d.kind, d.name, group.queue
+        );
+        let reason = reason(d.kind, "WaitingForAdmission");
+        // Kubeflow's conditions keep their message while status and reason stay; this one
+        // follows Kueue's.
+        let stale = d.status.conditions.iter_mut().find(|c| {
+            c.type_ == JobConditionType::Running
+                && c.status == ConditionStatus::False
+                && c.reason == reason
+                && c.message != message
+        });
+        if let Some(condition) = stale {
+            condition.message = message;
+            condition.last_update_time = Some(d.now.clone());
+        } else {
+            d.condition(
+                JobConditionType::Running,
+                ConditionStatus::False,
+                "WaitingForAdmission",
+                message,
+            );
+        }
+        d.requeue(KUEUE_WAIT_REFRESH);
+    }
+}
+
     specs: &std::collections::BTreeMap<String, crate::api::ReplicaSpec>,
     d: &mut Draft<'_>,
 ) {

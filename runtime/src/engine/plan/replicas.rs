@@ -70,13 +70,7 @@ pub(super) fn reconcile<F: Framework>(
         for index in 0..size {
             match by_index.get(&index).map(Vec::as_slice).unwrap_or_default() {
                 [] if index < replicas => {
-                    let built = build_pod(
-                        framework,
-                        job,
-                        specs,
-                        (role, index),
-                        &observed.scheduling.scheduler,
-                    )?;
+                    let built = build_pod(framework, job, specs, (role, index), &observed.scheduling)?;
                     if built.overrode_restart_policy {
                         d.event(
                             EventType::Warning,

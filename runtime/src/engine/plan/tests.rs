@@ -36,7 +36,7 @@ fn pod(job: &TestJob, role: &str, index: i32, phase: &str) -> Arc<ObservedPod> {
         job,
         &specs,
         (role, index),
-        &crate::gang::GangScheduler::None,
+        &Scheduling::default(),
     )
     .unwrap()
     .pod;

@@ -7,8 +7,13 @@
 //! (an owned object, so it is created, patched and, once the job finishes or is suspended,
 //! deleted like any other), holds new pods while [`holds_pods`], and passes each new pod through
 //! [`decorate_pod_template`].
+//!
+//! Kueue pod groups ([`KueuePodGroup`]) are the same kind of plugin for Kueue's "pod"
+//! integration: each pod of a job naming a LocalQueue is marked as a member of the job's group,
+//! and the job reports that it waits while the group's Workload is not admitted.
 mod decorate;
 mod gating;
+mod kueue;
 mod min_resources;
 mod podgroup;
 mod quantity;
@@ -21,6 +26,11 @@ pub use decorate::{
     VOLCANO_GROUP_NAME_ANNOTATION, VOLCANO_TASK_SPEC_ANNOTATION, custom_scheduler_set, decorate_pod_template,
 };
 pub use gating::holds_pods;
+pub use kueue::{
+    ADMISSION_GATE, Admission, KueuePodGroup, POD_GROUP_NAME_LABEL, POD_GROUP_TOTAL_COUNT_ANNOTATION,
+    POD_INDEX_LABEL_ANNOTATION, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL, ROLE_HASH_ANNOTATION, admission,
+    group_name, pod_group, role_hash, workload_api_resource,
+};
 pub use min_resources::calc_min_resources;
 pub use podgroup::{
     DEFAULT_QUEUE, JobRef, NativeSpec, PodGroupSpec, SchedulerPluginsSpec, VolcanoSpec, desired_pod_group,
