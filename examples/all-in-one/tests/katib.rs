@@ -343,6 +343,8 @@ impl Drop for TrainerPlayer {
 #[derive(Debug, Default)]
 struct Seen {
     trials: BTreeMap<String, Instant>,
+    /// PyTorchJobs (a Trial's job has the Trial's name).
+    jobs: BTreeMap<String, Instant>,
     pods: BTreeMap<String, Instant>,
 }
 
@@ -363,7 +365,7 @@ fn watch_trials_and_pods(client: Client, ns: &str) -> (Arc<Mutex<Seen>>, Vec<tok
                 .or_insert_with(Instant::now);
         }
     });
-    let pods_api: Api<Pod> = Api::namespaced(client, ns);
+    let pods_api: Api<Pod> = Api::namespaced(client.clone(), ns);
     let record = seen.clone();
     let p = tokio::spawn(async move {
         let config = watcher::Config::default().labels(TRIAL_LABEL);
@@ -379,7 +381,26 @@ fn watch_trials_and_pods(client: Client, ns: &str) -> (Arc<Mutex<Seen>>, Vec<tok
             }
         }
     });
-    (seen, vec![t, p])
+    let jobs: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        ns,
+        &kfop_operator::samples::api_resource(kfop_operator::schemes::Scheme::PyTorchJob),
+    );
+    let record = seen.clone();
+    let j = tokio::spawn(async move {
+        let mut stream = watcher(jobs, watcher::Config::default())
+            .applied_objects()
+            .boxed();
+        while let Some(Ok(job)) = stream.next().await {
+            record
+                .lock()
+                .unwrap()
+                .jobs
+                .entry(job.name_any())
+                .or_insert_with(Instant::now);
+        }
+    });
+    (seen, vec![t, p, j])
 }
 
 /// Creates the Experiment and waits until it has condition `outcome` (`Succeeded`, `Failed`).
@@ -743,6 +764,21 @@ async fn katib_runs_experiments_whose_trials_are_kfop_jobs() {
         "katib: trial creation to first pod over {} trials: p50 {p50:.0} ms, p99 {p99:.0} ms",
         to_pods.len()
     );
+    // Split for the PyTorchJob Trials: Katib's part (Trial to job) and kfop's (job to pod).
+    let split = |from: &BTreeMap<String, Instant>, to: &BTreeMap<String, Instant>| {
+        let gaps: Vec<f64> = seen
+            .jobs
+            .keys()
+            .filter_map(|name| Some(to.get(name)?.duration_since(*from.get(name)?).as_secs_f64() * 1000.0))
+            .collect();
+        let n = gaps.len();
+        let (p50, p99) = percentiles(gaps);
+        (n, p50, p99)
+    };
+    let (n, p50, p99) = split(&seen.trials, &seen.jobs);
+    println!("katib: PyTorchJob trials: trial to job (Katib) over {n}: p50 {p50:.0} ms, p99 {p99:.0} ms");
+    let (n, p50, p99) = split(&seen.jobs, &seen.pods);
+    println!("katib: PyTorchJob trials: job to first pod (kfop) over {n}: p50 {p50:.0} ms, p99 {p99:.0} ms");
     println!("katib: test took {:.1} s", test_started.elapsed().as_secs_f64());
     drop(seen);
     for w in watches {
