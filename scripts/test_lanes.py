@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 # from local runs on a loaded machine of 2026-12-06: takeover 370, multikueue 120.
 SLOW_FIRST = ["differential", "ui", "takeover", "scaffold", "sdk", "soak", "webhook", "multikueue",
               "admission", "chaos", "conversion", "stranded", "smoke", "install", "status_rule",
-              "kubeflow_peer", "katib"]
+              "kubeflow_peer", "katib", "kueue_pod_groups", "kueue"]
 # cargo's failure summary: each failed test's output header and, under `failures:`, its name.
 FAILURE_LINE = re.compile(r"^(?:---- .* stdout ----|error: test failed.*|    [a-z_:0-9]+)$", re.M)
 

@@ -27,7 +27,7 @@ use kfop_operator::schemes::{self, Scheme};
 use kfop_runtime::api::{ConditionStatus, JobConditionType, JobStatus};
 use kfop_runtime::dynamic::Framework;
 use kfop_runtime::gang;
-use kfop_runtime::k8s_openapi::api::core::v1::Pod;
+use kfop_runtime::k8s_openapi::api::core::v1::{Node, Pod};
 use kfop_runtime::kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use kfop_runtime::kube::{Client, CustomResourceExt, ResourceExt};
 use kfop_runtime::serde_json::{self, Value, json};
@@ -579,4 +579,236 @@ async fn a_job_kueue_cannot_admit_stays_queued_and_says_why() {
         );
     }
     drop(kueue);
+}
+
+/// Kwok nodes of this test alone: labelled with `pool` (the flavor's node label), a block and a
+/// rack, tainted so that only pods given the flavor's toleration land there; 2 CPUs each.
+async fn tas_nodes(client: &Client, pool: &str, racks: &[(&str, &[&str])]) -> Vec<String> {
+    let api: Api<Node> = Api::all(client.clone());
+    let mut names = Vec::new();
+    for (rack, nodes) in racks {
+        for node in *nodes {
+            let name = format!("{pool}-{node}");
+            let object: Node = serde_json::from_value(json!({
+                "apiVersion": "v1", "kind": "Node",
+                "metadata": {
+                    "name": name,
+                    "annotations": { "kwok.x-k8s.io/node": "fake" },
+                    "labels": {
+                        "type": "kwok", "kubernetes.io/hostname": name,
+                        "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+                        TAS_POOL: pool, TAS_BLOCK: "b0", TAS_RACK: rack,
+                    },
+                },
+                "spec": { "taints": [{ "key": TAS_POOL, "value": pool, "effect": "NoSchedule" }] },
+            }))
+            .unwrap();
+            api.create(&PostParams::default(), &object).await.unwrap();
+            let resources = json!({ "cpu": "2", "memory": "8Gi", "pods": "110" });
+            let status = json!({ "status": { "capacity": resources, "allocatable": resources } });
+            api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
+                .await
+                .unwrap();
+            names.push(name);
+        }
+    }
+    names
+}
+
+const TAS_POOL: &str = "kfop.dev/tas-pool";
+const TAS_BLOCK: &str = "kfop.dev/tas-block";
+const TAS_RACK: &str = "kfop.dev/tas-rack";
+const REQUIRED_TOPOLOGY: &str = "kueue.x-k8s.io/podset-required-topology";
+
+/// The rack of the node `pod` is bound to.
+async fn rack_of(client: &Client, pod: &Pod) -> String {
+    let node = pod.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap();
+    let api: Api<Node> = Api::all(client.clone());
+    api.get(&node).await.unwrap().labels()[TAS_RACK].clone()
+}
+
+#[tokio::test]
+async fn topology_aware_scheduling_places_a_pod_group_by_rack() {
+    let started = Instant::now();
+    let env = TestEnv::shared().unwrap();
+    let ns = env.namespace("kqtas").await.unwrap();
+    let (kueue, _operator) = start(env, &ns).await;
+    let client = ns.client();
+    let pool = ns.name().to_owned();
+    // Two racks of two 2-CPU nodes: a rack holds 4 one-CPU pods.
+    let nodes = tas_nodes(&client, &pool, &[("r0", &["n0", "n1"]), ("r1", &["n2", "n3"])]).await;
+    let topology = format!("tas-{pool}");
+    let topologies: Api<DynamicObject> =
+        Api::all_with(client.clone(), &kueue_resource("Topology", "topologies"));
+    topologies
+        .create(
+            &PostParams::default(),
+            &object(json!({
+                "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology",
+                "metadata": {"name": topology},
+                "spec": {"levels": [
+                    {"nodeLabel": TAS_BLOCK}, {"nodeLabel": TAS_RACK}, {"nodeLabel": "kubernetes.io/hostname"},
+                ]},
+            })),
+        )
+        .await
+        .unwrap();
+    let flavors: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &kueue_resource("ResourceFlavor", "resourceflavors"),
+    );
+    let flavor = format!("flavor-{pool}");
+    flavors
+        .create(
+            &PostParams::default(),
+            &object(json!({
+                "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+                "metadata": {"name": flavor},
+                "spec": {
+                    "nodeLabels": {TAS_POOL: pool},
+                    "topologyName": topology,
+                    "tolerations": [{"key": TAS_POOL, "operator": "Equal", "value": pool, "effect": "NoSchedule"}],
+                },
+            })),
+        )
+        .await
+        .unwrap();
+    let cluster_queue = format!("cq-{pool}");
+    let cqs: Api<DynamicObject> =
+        Api::all_with(client.clone(), &kueue_resource("ClusterQueue", "clusterqueues"));
+    cqs.create(
+        &PostParams::default(),
+        &object(json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+            "metadata": {"name": cluster_queue},
+            "spec": {
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": pool}},
+                "resourceGroups": [{
+                    "coveredResources": ["cpu", "memory"],
+                    "flavors": [{"name": flavor, "resources": [
+                        {"name": "cpu", "nominalQuota": "8"}, {"name": "memory", "nominalQuota": "32Gi"},
+                    ]}],
+                }],
+            },
+        })),
+    )
+    .await
+    .unwrap();
+    let lqs: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        &pool,
+        &kueue_resource("LocalQueue", "localqueues"),
+    );
+    lqs.create(
+        &PostParams::default(),
+        &object(json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+            "metadata": {"name": LOCAL_QUEUE, "namespace": pool},
+            "spec": {"clusterQueue": cluster_queue},
+        })),
+    )
+    .await
+    .unwrap();
+
+    // A PyTorchJob of a master and three workers, the workers required within one rack; a
+    // worker that fails with a retryable exit code is replaced (restart policy ExitCode).
+    let scheme = Scheme::PyTorchJob;
+    let mut tas = job(scheme, "tas", LOCAL_QUEUE, "1", None);
+    let specs = samples::replica_specs_mut(&mut tas).unwrap();
+    specs["Worker"]["replicas"] = json!(3);
+    specs["Worker"]["restartPolicy"] = json!("ExitCode");
+    specs["Worker"]["template"]["metadata"]["annotations"] = json!({ REQUIRED_TOPOLOGY: TAS_RACK });
+    let api = jobs(&ns, &samples::api_resource(scheme));
+    let at = Instant::now();
+    let group = create(&api, &tas).await;
+    let w = workload(&client, &pool, &group, "Admitted", true).await;
+    let pods = admitted_and_running(&ns, "tas", &group, 4).await;
+    println!(
+        "TAS: created to all 4 pods running {:.2} s",
+        at.elapsed().as_secs_f64()
+    );
+    let assignments = &w["status"]["admission"]["podSetAssignments"];
+    println!("TAS admission: {assignments}");
+    let workers: Vec<&Pod> = pods
+        .iter()
+        .filter(|p| p.labels()["training.kubeflow.org/replica-type"] == "worker")
+        .collect();
+    let mut racks = BTreeSet::new();
+    for pod in &pods {
+        let name = pod.name_any();
+        let spec = pod.spec.as_ref().unwrap();
+        // Kueue's flavor toleration and its node selector were merged in on admission.
+        let tolerated = spec
+            .tolerations
+            .iter()
+            .flatten()
+            .any(|t| t.key.as_deref() == Some(TAS_POOL));
+        assert!(
+            tolerated,
+            "{name}: no toleration of the flavor: {:?}",
+            spec.tolerations
+        );
+        assert!(
+            nodes.contains(spec.node_name.as_ref().unwrap()),
+            "{name} off the pool"
+        );
+        // The template's annotation reached the pod, and the rank label Kueue orders by.
+        let labels = pod.labels();
+        assert_eq!(
+            labels.get("kueue.x-k8s.io/pod-group-pod-index"),
+            labels.get("training.kubeflow.org/replica-index"),
+            "{name}"
+        );
+    }
+    for worker in &workers {
+        assert_eq!(
+            worker.annotations().get(REQUIRED_TOPOLOGY).map(String::as_str),
+            Some(TAS_RACK)
+        );
+        racks.insert(rack_of(&client, worker).await);
+    }
+    assert_eq!(racks.len(), 1, "workers spread over racks {racks:?}");
+
+    // A worker fails (retryable): kfop replaces it, gated, and Kueue places the new pod in the
+    // admitted domain again, with the same toleration.
+    let failing = workers[1].name_any();
+    let old_uid = workers[1].uid().unwrap();
+    pods::finish(&ns.api(), &failing, 137, 0).await.unwrap();
+    let replaced = wait::until(
+        &format!("{failing} replaced and running"),
+        wait::default_timeout(),
+        || {
+            let (ns, failing, old_uid) = (&ns, &failing, &old_uid);
+            async move {
+                let pod = ns.api::<Pod>().get(failing).await.ok();
+                Ok(pod.filter(|p| p.uid().as_ref() != Some(old_uid) && pods::phase(p) == "Running"))
+            }
+        },
+    )
+    .await
+    .unwrap();
+    let spec = replaced.spec.as_ref().unwrap();
+    assert!(
+        spec.tolerations
+            .iter()
+            .flatten()
+            .any(|t| t.key.as_deref() == Some(TAS_POOL))
+    );
+    let rack = rack_of(&client, &replaced).await;
+    assert!(
+        racks.contains(&rack),
+        "the replacement went to rack {rack}, not {racks:?}"
+    );
+    println!("TAS: the replaced worker runs in rack {rack}");
+
+    let pods = running_pods(&ns, "tas", 4).await;
+    finish(&ns, pods).await;
+    until_succeeded(&api, "tas", "under topology-aware scheduling").await;
+    workload(&client, &pool, &group, "Finished", true).await;
+    drop(kueue);
+    let node_api: Api<Node> = Api::all(client.clone());
+    for node in &nodes {
+        let _ = node_api.delete(node, &Default::default()).await;
+    }
+    println!("TAS: {:.1} s", started.elapsed().as_secs_f64());
 }

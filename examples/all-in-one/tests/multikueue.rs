@@ -131,8 +131,11 @@ async fn start_cluster(plane: ControlPlane, kueue_config: Value) -> Cluster {
         )
         .await
     };
+    // `KFOP_KUEUE_PEER=kueue-v0.19.2` runs both planes on Kueue v0.19.2 (its Kubeflow
+    // integrations listed, as here).
+    let peer = std::env::var("KFOP_KUEUE_PEER").unwrap_or_else(|_| KUEUE_V0_17_0.to_owned());
     let options = PeerOptions {
-        peer: KUEUE_V0_17_0.to_owned(),
+        peer,
         operator_namespace: KUEUE_NS.to_owned(),
         kueue_config,
         ..PeerOptions::default()
