@@ -486,6 +486,7 @@ mod tests {
             services: listed_empty(),
             objects: Vec::new(),
             priority_classes: None,
+            kueue_workloads: None,
             created: Created::default(),
             deleted: Deleted::default(),
             written: Written::default(),
@@ -505,7 +506,6 @@ mod tests {
     fn test_job(name: &str) -> TestJob {
         let mut j = job("ns", name, &[("Worker", replica(1, None))]);
         j.metadata.uid = Some(format!("uid-{name}"));
-            kueue_workloads: None,
         j
     }
 

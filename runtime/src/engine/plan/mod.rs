@@ -460,16 +460,16 @@ fn reconcile_job<F: Framework>(
         );
     }
 
-    if d.status.is_finished() {
-        // The next pass cleans up and starts the TTL, as for any finished job. Its replica
-        // counts are final now, so the finishing status is written once, not once as observed
-        // and again as the next pass counts it.
     if !d.status.is_finished()
         && let Some(group) = observed.scheduling.kueue_group(job, specs.values())
     {
         kueue_waits(&group, observed, d);
     }
 
+    if d.status.is_finished() {
+        // The next pass cleans up and starts the TTL, as for any finished job. Its replica
+        // counts are final now, so the finishing status is written once, not once as observed
+        // and again as the next pass counts it.
         count_active_as_succeeded(&mut d.status);
         d.requeue(Duration::from_millis(200));
         return Ok(JobPhase::Finished);
@@ -500,10 +500,6 @@ fn gang_holds(observed: &Observed, job: &str) -> bool {
         .is_some_and(|kind| gang::holds_pods(scheduler, find(&observed.objects, &kind, job)))
 }
 
-/// Kubeflow's warning when gang scheduling is on and a template names another scheduler, on a
-/// pass that creates pods.
-fn warn_custom_scheduler(
-    observed: &Observed,
 /// How often a job whose Kueue pod group waits is planned again, to refresh why it waits (Kueue's
 /// Workload conditions do not trigger a reconcile; its pods being ungated does).
 pub const KUEUE_WAIT_REFRESH: Duration = Duration::from_secs(10);
@@ -542,6 +538,10 @@ fn kueue_waits(group: &gang::KueuePodGroup, observed: &Observed, d: &mut Draft<'
     }
 }
 
+/// Kubeflow's warning when gang scheduling is on and a template names another scheduler, on a
+/// pass that creates pods.
+fn warn_custom_scheduler(
+    observed: &Observed,
     specs: &std::collections::BTreeMap<String, crate::api::ReplicaSpec>,
     d: &mut Draft<'_>,
 ) {
