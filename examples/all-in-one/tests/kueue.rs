@@ -174,7 +174,10 @@ async fn queues_kubeflow_jobs(peer: &str, namespace: &str) {
             .into_iter()
             .flatten()
             .any(|c| c["type"] == "QuotaReserved" && c["status"] == "True");
-        assert!(!reserved, "{name}: quota reserved while the quota is used up: {w}");
+        assert!(
+            !reserved,
+            "{name}: quota reserved while the quota is used up: {w}"
+        );
     }
     for (scheme, name) in waiting {
         let api = jobs(&ns, scheme);
