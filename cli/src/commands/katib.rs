@@ -37,6 +37,10 @@ pub struct KatibTemplateArgs {
     /// -f, its primaryPodLabels ones that kind's pods carry)
     #[arg(long, value_name = "EXPERIMENT")]
     check: Option<PathBuf>,
+    /// Print a ValidatingAdmissionPolicy (and its binding) instead, with which the API server
+    /// itself refuses such Experiments for the bundled kinds and the one of -f
+    #[arg(long, conflicts_with = "check")]
+    policy: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -352,6 +356,93 @@ pub fn check_trial_template(experiment: &Value, kinds: &[KatibKind]) -> Result<K
     Ok(kind.clone())
 }
 
+/// The name of the policy [`admission_policy`] writes, and of its binding.
+pub const POLICY_NAME: &str = "kfop-katib-trial-templates";
+
+/// A ValidatingAdmissionPolicy and its binding with which the API server refuses, for every
+/// namespace, an Experiment whose `trialTemplate.trialSpec` names a kind of a group kfop serves
+/// that is none of `kinds`, or one of `kinds` with no `primaryPodLabels` (Katib defaults them for
+/// the Kubeflow kinds it knows, before validation), or a `job-role` other than `master`. The
+/// message names the field; the refused Experiment is never stored, so nothing of it is left.
+pub fn admission_policy(kinds: &[KatibKind]) -> Vec<Value> {
+    let quote = |s: &str| format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"));
+    // kfop's other Kubeflow kinds, which have no template here but run as Trials all the same.
+    let others = [
+        "kubeflow.org/v1 MPIJob",
+        "kubeflow.org/v2beta1 MPIJob",
+        "kubeflow.org/v1 MXJob",
+    ];
+    let mut known: Vec<String> = kinds
+        .iter()
+        .map(|k| quote(&format!("{}/{} {}", k.group, k.version, k.kind)))
+        .collect();
+    known.extend(others.iter().map(|k| quote(k)));
+    let mut groups: Vec<String> = kinds.iter().map(|k| quote(&format!("{}/", k.group))).collect();
+    groups.sort();
+    groups.dedup();
+    let mut described: Vec<String> = kinds
+        .iter()
+        .map(|k| format!("{}/{} {}", k.group, k.version, k.kind))
+        .collect();
+    described.extend(others.iter().map(|k| (*k).to_owned()));
+    json!([
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": { "name": POLICY_NAME },
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": { "resourceRules": [{
+                    "apiGroups": ["kubeflow.org"],
+                    "apiVersions": ["v1beta1"],
+                    "operations": ["CREATE", "UPDATE"],
+                    "resources": ["experiments"],
+                }]},
+                "matchConditions": [{
+                    "name": "has-trial-spec",
+                    "expression": "has(object.spec) && has(object.spec.trialTemplate) && has(object.spec.trialTemplate.trialSpec)",
+                }],
+                "variables": [
+                    { "name": "spec", "expression": "object.spec.trialTemplate.trialSpec" },
+                    { "name": "kind", "expression": "string(variables.spec.apiVersion) + ' ' + string(variables.spec.kind)" },
+                    { "name": "ours", "expression": format!("[{}].exists(g, string(variables.spec.apiVersion).startsWith(g))", groups.join(", ")) },
+                    { "name": "known", "expression": format!("variables.kind in [{}]", known.join(", ")) },
+                    { "name": "labels", "expression": "has(object.spec.trialTemplate.primaryPodLabels) ? object.spec.trialTemplate.primaryPodLabels : {}" },
+                ],
+                "validations": [
+                    {
+                        "expression": "!variables.ours || variables.known",
+                        "messageExpression": format!(
+                            "'spec.trialTemplate.trialSpec.kind: ' + variables.kind + ' is not a kind kfop serves here (known: {}); apply its framework first and add it to katib-config trialResources'",
+                            described.join(", ")
+                        ),
+                        "reason": "Invalid",
+                    },
+                    {
+                        "expression": "!variables.known || size(variables.labels) > 0",
+                        "messageExpression": "'spec.trialTemplate.primaryPodLabels: required for ' + variables.kind + ' (kfop katib-template prints them): without it Katib treats every pod of the job as primary'",
+                        "reason": "Invalid",
+                    },
+                    {
+                        "expression": format!("!variables.known || !('{JOB_ROLE}' in variables.labels) || string(variables.labels['{JOB_ROLE}']) == 'master'"),
+                        "messageExpression": format!("'spec.trialTemplate.primaryPodLabels: no pod of ' + variables.kind + ' carries {JOB_ROLE}=' + string(variables.labels['{JOB_ROLE}'])"),
+                        "reason": "Invalid",
+                    },
+                ],
+            },
+        },
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": { "name": POLICY_NAME },
+            "spec": { "policyName": POLICY_NAME, "validationActions": ["Deny"] },
+        },
+    ])
+    .as_array()
+    .cloned()
+    .unwrap_or_default()
+}
+
 fn read(path: &Path) -> Result<String, KatibError> {
     std::fs::read_to_string(path).map_err(|source| KatibError::Read {
         path: path.to_owned(),
@@ -365,6 +456,17 @@ pub fn run(args: &KatibTemplateArgs) -> Result<String, KatibError> {
         Some(file) => Some(kind_from_manifest(&read(file)?, file)?),
         None => None,
     };
+    if args.policy {
+        let mut kinds = bundled();
+        kinds.extend(manifest_kind);
+        let mut text = String::new();
+        for object in admission_policy(&kinds) {
+            let yaml = serde_saphyr::to_string(&object).map_err(|e| field("policy", e.to_string()))?;
+            text.push_str("---\n");
+            text.push_str(&yaml);
+        }
+        return Ok(text);
+    }
     if let Some(path) = &args.check {
         let text = read(path)?;
         let experiment: Value = serde_saphyr::from_str(&text).map_err(|e| KatibError::Yaml {
@@ -474,6 +576,35 @@ spec:
             assert_eq!(generated.trial_resource, format!("{}.v1.kubeflow.org", kind.kind));
             check_trial_template(&experiment(generated.trial_template), &kinds).unwrap();
         }
+    }
+
+    #[test]
+    fn the_policy_knows_every_kind_and_names_the_fields() {
+        let mut kinds = bundled();
+        kinds.push(kind_from_manifest(MANIFEST, Path::new("kfop.yaml")).unwrap());
+        let objects = admission_policy(&kinds);
+        assert_eq!(objects.len(), 2);
+        let policy = &objects[0]["spec"];
+        let known = policy["variables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"] == "known")
+            .unwrap();
+        let known = known["expression"].as_str().unwrap();
+        assert!(
+            known.contains("'katib-test.kfop.dev/v1 RtTrainJob'")
+                && known.contains("'kubeflow.org/v1 PyTorchJob'")
+        );
+        let messages: Vec<&str> = policy["validations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["messageExpression"].as_str().unwrap())
+            .collect();
+        assert!(messages[0].starts_with("'spec.trialTemplate.trialSpec.kind: '"));
+        assert!(messages[1].starts_with("'spec.trialTemplate.primaryPodLabels: "));
+        assert_eq!(objects[1]["spec"]["policyName"], POLICY_NAME);
     }
 
     #[test]

@@ -578,6 +578,52 @@ async fn katib_runs_experiments_whose_trials_are_kfop_jobs() {
     let (seen, watches) = watch_trials_and_pods(ns.client(), ns.name());
     let mut rates = Vec::new();
 
+    // Bad input: with the policy `kfop katib-template --policy -f kfop.yaml` prints, the API
+    // server refuses an Experiment whose trialTemplate names a kind kfop does not serve, or a
+    // kfop kind with no primary-pod labels, naming the field; nothing is stored, so nothing of
+    // it is left to strand.
+    let mut kinds = kfop::commands::katib::bundled();
+    kinds.push(
+        kfop::commands::katib::kind_from_manifest(RUNTIME_MANIFEST, std::path::Path::new("kfop.yaml"))
+            .unwrap(),
+    );
+    let policies = apply_policy(&ns, &kinds).await;
+    let mut unknown = pytorch_template("");
+    unknown["trialSpec"]["kind"] = json!("FooJob");
+    let mut unlabelled = generated.trial_template.clone();
+    unlabelled.as_object_mut().unwrap().remove("primaryPodLabels");
+    for (name, template, field) in [
+        (
+            "bad-kind",
+            unknown,
+            "spec.trialTemplate.trialSpec.kind: kubeflow.org/v1 FooJob is not a kind kfop serves",
+        ),
+        (
+            "bad-labels",
+            unlabelled,
+            "spec.trialTemplate.primaryPodLabels: required for katib-test.kfop.dev/v1 RtTrainJob",
+        ),
+    ] {
+        let bad = experiment(name, 1, 1, 1, template);
+        let refused = wait::until(&format!("{name} refused"), Duration::from_secs(30), || async {
+            match experiments(&ns).create(&PostParams::default(), &bad).await {
+                Err(e) => Ok(Some(e.to_string())),
+                // The policy is not in force yet: take it back and try again.
+                Ok(_) => {
+                    experiments(&ns)
+                        .delete(name, &DeleteParams::default())
+                        .await
+                        .unwrap();
+                    Ok(None)
+                }
+            }
+        })
+        .await
+        .unwrap();
+        assert!(refused.contains(field), "{name}: {refused}");
+        assert!(experiments(&ns).get_opt(name).await.unwrap().is_none());
+    }
+
     // A PyTorchJob per Trial: six Trials, three at a time (more for a benchmark run:
     // KFOP_KATIB_TRIALS and KFOP_KATIB_PARALLEL).
     let setting = |name: &str, default: u32| {
@@ -745,7 +791,7 @@ async fn katib_runs_experiments_whose_trials_are_kfop_jobs() {
     }
 
     // Figures: Trials per minute per Experiment and time from Trial creation to its first pod.
-    let seen = seen.lock().unwrap();
+    let seen = std::mem::take(&mut *seen.lock().unwrap());
     let to_pods: Vec<f64> = seen
         .trials
         .iter()
@@ -780,10 +826,45 @@ async fn katib_runs_experiments_whose_trials_are_kfop_jobs() {
     let (n, p50, p99) = split(&seen.jobs, &seen.pods);
     println!("katib: PyTorchJob trials: job to first pod (kfop) over {n}: p50 {p50:.0} ms, p99 {p99:.0} ms");
     println!("katib: test took {:.1} s", test_started.elapsed().as_secs_f64());
-    drop(seen);
     for w in watches {
         w.abort();
     }
+    for (api, name) in policies {
+        api.delete(&name, &DeleteParams::default()).await.unwrap();
+    }
     drop(player);
     drop(katib);
+}
+
+/// Applies the admission policy for `kinds`, its binding limited to the test's namespace.
+async fn apply_policy(
+    ns: &TestNamespace,
+    kinds: &[kfop::commands::katib::KatibKind],
+) -> Vec<(Api<DynamicObject>, String)> {
+    let mut applied = Vec::new();
+    for mut object in kfop::commands::katib::admission_policy(kinds) {
+        let kind = object["kind"].as_str().unwrap().to_owned();
+        if kind == "ValidatingAdmissionPolicyBinding" {
+            object["spec"]["matchResources"] = json!({ "namespaceSelector": { "matchLabels": { "kubernetes.io/metadata.name": ns.name() } } });
+        }
+        let resource = ApiResource {
+            group: "admissionregistration.k8s.io".to_owned(),
+            version: "v1".to_owned(),
+            api_version: "admissionregistration.k8s.io/v1".to_owned(),
+            plural: format!("{}s", kind.to_lowercase()).replace("policys", "policies"),
+            kind,
+        };
+        let api: Api<DynamicObject> = Api::all_with(ns.client(), &resource);
+        let object: DynamicObject = serde_json::from_value(object).unwrap();
+        let name = object.name_any();
+        api.patch(
+            &name,
+            &PatchParams::apply("katib-test").force(),
+            &Patch::Apply(&object),
+        )
+        .await
+        .unwrap();
+        applied.push((api, name));
+    }
+    applied
 }
