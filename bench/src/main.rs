@@ -14,6 +14,8 @@ mod ceiling;
 mod chaos;
 mod cli;
 mod error;
+#[cfg(test)]
+mod figures;
 mod frameworks;
 mod identity;
 mod observe;
