@@ -4,6 +4,8 @@ mod build;
 mod owned_objects;
 mod replicas;
 #[cfg(test)]
+mod kueue_tests;
+#[cfg(test)]
 mod tests;
 
 use std::sync::Arc;
