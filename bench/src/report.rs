@@ -521,6 +521,15 @@ mod tests {
     /// Where docs/benchmarks.md shows a run's summary, regenerated from the committed results.
     const DOC_BEGIN: &str = "<!-- scale results: generated from bench/results/burst/summary.json by `KFOP_BLESS=1 cargo test -p kfop-bench benchmarks_doc` -->";
     const DOC_END: &str = "<!-- end of scale results -->";
+    /// Where it shows kfop and Kubeflow at each other's settings.
+    const EQUAL_BEGIN: &str = "<!-- equal settings: generated from bench/results/kubeflow-equal/summary.json by `KFOP_BLESS=1 cargo test -p kfop-bench benchmarks_doc` -->";
+    const EQUAL_END: &str = "<!-- end of equal settings -->";
+
+    /// The workload sentence of a run's summary.
+    fn workload(run: &Run) -> String {
+        let summary = summary(run, "####");
+        summary.lines().next().unwrap_or_default().to_owned()
+    }
 
     /// Checks (or, with `KFOP_BLESS`, rewrites) the block of docs/benchmarks.md between `begin`
     /// and `end` against `render` of the committed run `summary`.
@@ -555,6 +564,17 @@ mod tests {
         check_doc_block(DOC_BEGIN, DOC_END, "bench/results/burst/summary.json", |run| {
             summary(run, "####")
         });
+    }
+
+    /// docs/benchmarks.md's comparison at equal settings is the committed run's, rendered.
+    #[test]
+    fn benchmarks_doc_shows_the_committed_equal_settings() {
+        check_doc_block(
+            EQUAL_BEGIN,
+            EQUAL_END,
+            "bench/results/kubeflow-equal/summary.json",
+            |run| format!("{}\n\n{}", workload(run), settings_table(run)),
+        );
     }
 
     #[test]
