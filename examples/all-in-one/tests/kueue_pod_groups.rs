@@ -812,3 +812,41 @@ async fn topology_aware_scheduling_places_a_pod_group_by_rack() {
     }
     println!("TAS: {:.1} s", started.elapsed().as_secs_f64());
 }
+
+#[tokio::test]
+async fn a_job_that_succeeds_with_pods_still_running_frees_its_quota() {
+    let env = TestEnv::shared().unwrap();
+    let ns = env.namespace("kqdone").await.unwrap();
+    let (kueue, _operator) = start(env, &ns).await;
+    let client = ns.client();
+    let scheme = Scheme::PyTorchJob;
+    let count = pod_count(scheme);
+    pod_queues(&client, ns.name(), count, json!({})).await;
+    let api = jobs(&ns, &samples::api_resource(scheme));
+
+    // The master succeeds while the worker runs: the job is Succeeded and kfop deletes the
+    // running worker (cleanPodPolicy Running). Kueue's group would wait for all pods to
+    // succeed; kfop marks them not retriable, so the Workload finishes and frees the quota.
+    let mut early = job(scheme, "early", LOCAL_QUEUE, "1", None);
+    early.data["spec"]["runPolicy"] = json!({ "cleanPodPolicy": "Running" });
+    let group = create(&api, &early).await;
+    let pods = admitted_and_running(&ns, "early", &group, count).await;
+    let master = pods
+        .iter()
+        .find(|p| p.labels()["training.kubeflow.org/replica-type"] == "master")
+        .unwrap();
+    pods::finish(&ns.api(), &master.name_any(), 0, 0).await.unwrap();
+    until_succeeded(&api, "early", "with its worker still running").await;
+    let finished = Instant::now();
+    workload(&client, ns.name(), &group, "Finished", true).await;
+    println!(
+        "early: Workload finished {:.2} s after the job succeeded",
+        finished.elapsed().as_secs_f64()
+    );
+    // The quota is free: a job of the same size runs.
+    let next = create(&api, &job(scheme, "next", LOCAL_QUEUE, "1", None)).await;
+    let pods = admitted_and_running(&ns, "next", &next, count).await;
+    finish(&ns, pods).await;
+    until_succeeded(&api, "next", "after early freed the quota").await;
+    drop(kueue);
+}

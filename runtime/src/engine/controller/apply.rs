@@ -24,7 +24,11 @@ pub async fn apply(ctx: &Context, job: &PackedJob, plan: Plan) -> (Result<()>, O
 
     // Deletes before creates (a replacement pod reuses the name of the one it replaces), then
     // owned objects; each phase runs in parallel.
-    let phases: [Vec<Change<'_>>; 3] = [
+    let phases: [Vec<Change<'_>>; 4] = [
+        plan.patch_pods
+            .iter()
+            .map(|(name, patch)| Change::PatchPod(name, patch))
+            .collect(),
         plan.delete_pods
             .iter()
             .map(Change::DeletePod)
@@ -159,6 +163,7 @@ pub enum Next {
 /// One write of a plan.
 #[derive(Clone, Copy)]
 enum Change<'p> {
+    PatchPod(&'p str, &'p serde_json::Value),
     DeletePod(&'p ChildRef),
     DeleteService(&'p ChildRef),
     CreatePod(&'p Pod),
@@ -206,6 +211,25 @@ impl Change<'_> {
     async fn run(self, ctx: &Context, ns: &str) -> Outcome {
         let client = ctx.client.clone();
         match self {
+            Self::PatchPod(name, patch) => {
+                // A pod gone or replaced (its UID in the patch differs) needs nothing more.
+                let api = Api::<Pod>::namespaced(client, ns);
+                match api
+                    .patch(name, &PatchParams::default(), &Patch::Strategic(patch))
+                    .await
+                {
+                    Ok(_) => Outcome::default(),
+                    Err(kube::Error::Api(status)) if matches!(status.code, 404 | 409 | 422) => {
+                        Outcome::default()
+                    }
+                    Err(source) => object_failed(Error::Kube {
+                        action: "patching",
+                        kind: "pod",
+                        name: name.to_owned(),
+                        source,
+                    }),
+                }
+            }
             Self::DeletePod(child) => {
                 delete_child(&Api::<Pod>::namespaced(client, ns), child, "pod", ns).await
             }

@@ -137,3 +137,51 @@ fn a_job_naming_no_queue_or_pod_groups_off_is_left_as_it_was() {
     assert!(running(&off).is_none());
     assert_ne!(off.requeue_after, Some(Duration::from_secs(10)));
 }
+
+#[test]
+fn a_finished_job_marks_its_pods_not_retriable_and_deleted_pods_lose_kueue_s_finalizer() {
+    let mut j = queued();
+    let first = run(&j, &observed(None));
+    let mut pods: Vec<Arc<ObservedPod>> = first
+        .create_pods
+        .iter()
+        .map(|p| {
+            let mut p = p.clone();
+            p.metadata.uid = Some(format!("uid-{}", p.metadata.name.clone().unwrap_or_default()));
+            p.metadata.finalizers = Some(vec![gang::POD_FINALIZER.to_owned()]);
+            Arc::new(ObservedPod::from(p))
+        })
+        .collect();
+    let mut deleting = (*pods[0]).clone();
+    deleting.metadata.deletion_timestamp = Some(t(1));
+    pods[0] = Arc::new(deleting);
+    let admitted = workload(json!([{"type": "Admitted", "status": "True"}]));
+    let mut seen = observed(Some(admitted));
+    seen.pods = pods;
+
+    let running = run(&j, &seen);
+    assert_eq!(running.patch_pods.len(), 1, "{:?}", running.patch_pods);
+    assert_eq!(
+        running.patch_pods[0].1["metadata"]["$deleteFromPrimitiveList/finalizers"],
+        json!([gang::POD_FINALIZER])
+    );
+
+    let mut status = crate::api::JobStatus::default();
+    set_condition(
+        &mut status,
+        C::Succeeded,
+        crate::api::ConditionStatus::True,
+        "TestJobSucceeded".to_owned(),
+        "done".to_owned(),
+        &t(2),
+    );
+    j.status = Some(status);
+    let finished = run(&j, &seen);
+    let marked: Vec<&str> = finished
+        .patch_pods
+        .iter()
+        .filter(|(_, p)| p["metadata"]["annotations"][gang::RETRIABLE_IN_GROUP_ANNOTATION] == "false")
+        .map(|(n, _)| n.as_str())
+        .collect();
+    assert_eq!(marked.len(), 2, "{:?}", finished.patch_pods);
+}

@@ -1,10 +1,10 @@
 //! The pure planner: `(framework, job, observed children, now) -> Plan`. No IO, no clock, no
 //! randomness; every job policy is decided here and unit-tested.
 mod build;
-mod owned_objects;
-mod replicas;
 #[cfg(test)]
 mod kueue_tests;
+mod owned_objects;
+mod replicas;
 #[cfg(test)]
 mod tests;
 
@@ -54,6 +54,9 @@ pub struct Plan {
     pub create_services: Vec<Service>,
     pub delete_pods: Vec<ChildRef>,
     pub delete_services: Vec<ChildRef>,
+    /// Strategic merge patches of pods (name, patch), applied before the deletes: a Kueue pod
+    /// group's ([`gang::pod_patches`]).
+    pub patch_pods: Vec<(String, serde_json::Value)>,
     /// Owned objects to create (then [`Framework::prepare_object`]), merge-patch or delete.
     pub create_objects: Vec<DesiredObject>,
     pub patch_objects: Vec<DesiredObject>,
@@ -104,6 +107,7 @@ impl Plan {
             && self.create_services.is_empty()
             && self.delete_pods.is_empty()
             && self.delete_services.is_empty()
+            && self.patch_pods.is_empty()
             && self.create_objects.is_empty()
             && self.patch_objects.is_empty()
             && self.delete_objects.is_empty()
@@ -121,6 +125,7 @@ impl Plan {
             ("service creates", self.create_services.len()),
             ("pod deletes", self.delete_pods.len()),
             ("service deletes", self.delete_services.len()),
+            ("pod patches", self.patch_pods.len()),
             ("object creates", self.create_objects.len()),
             ("object patches", self.patch_objects.len()),
             ("object deletes", self.delete_objects.len()),
@@ -250,6 +255,10 @@ pub fn plan<F: Framework>(
         }
     }
     let phase = reconcile_job(framework, job, &specs, observed, &mut d)?;
+    if observed.scheduling.kueue_group(job, specs.values()).is_some() {
+        let finished = phase == JobPhase::Finished || d.status.is_finished();
+        d.plan.patch_pods = gang::pod_patches(finished, observed.pods.iter().map(AsRef::as_ref));
+    }
     let code = framework.code_for(job);
     let expected_pods = (specs.iter())
         .filter(|(role, _)| code.creates_pods(job, role))

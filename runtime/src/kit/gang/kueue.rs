@@ -35,6 +35,12 @@ pub const ROLE_HASH_ANNOTATION: &str = "kueue.x-k8s.io/role-hash";
 pub const POD_INDEX_LABEL_ANNOTATION: &str = "kueue.x-k8s.io/pod-group-pod-index-label";
 /// The scheduling gate Kueue's pod webhook adds and removes on admission.
 pub const ADMISSION_GATE: &str = "kueue.x-k8s.io/admission";
+/// The finalizer Kueue's pod webhook puts on each pod it manages; Kueue removes it from a
+/// group's terminated pod only once a replacement (of another name) exists.
+pub const POD_FINALIZER: &str = "kueue.x-k8s.io/managed";
+/// `"false"`: the group is finished once none of its pods is active, rather than once all have
+/// succeeded.
+pub const RETRIABLE_IN_GROUP_ANNOTATION: &str = "kueue.x-k8s.io/retriable-in-group";
 
 /// Kueue's Workload kind (`kueue.x-k8s.io/v1beta2`, served by Kueue v0.15 and later).
 pub fn workload_api_resource() -> kube::api::ApiResource {
@@ -137,6 +143,65 @@ pub fn role_hash(role: &str) -> String {
         .collect()
 }
 
+/// The strategic merge patches the pods of a group need (pod name, patch), each naming the pod's
+/// UID so that it never reaches a newer pod of the same name:
+///
+/// * a pod being deleted loses Kueue's finalizer: kfop replaces a pod under the same name, which
+///   cannot be created while the old one is held, and Kueue lets go of a group's terminated pod
+///   only once its replacement exists (a preempted group's pods, a restarted replica's);
+/// * once the job is finished (`finished`), its live pods are marked not retriable, so that the
+///   group's Workload finishes (its quota freed) when no pod is active, also when some pods were
+///   deleted or failed after the job succeeded (a PyTorchJob's workers, `cleanPodPolicy`).
+pub fn pod_patches<'a>(
+    finished: bool,
+    pods: impl IntoIterator<Item = &'a crate::child_view::ObservedPod>,
+) -> Vec<(String, serde_json::Value)> {
+    let mut patches = Vec::new();
+    for pod in pods {
+        let meta = &pod.metadata;
+        let Some(name) = meta.name.clone() else {
+            continue;
+        };
+        let held = meta
+            .finalizers
+            .as_ref()
+            .is_some_and(|f| f.iter().any(|f| f == POD_FINALIZER));
+        if meta.deletion_timestamp.is_some() {
+            if held {
+                patches.push((
+                    name,
+                    serde_json::json!({ "metadata": {
+                        "uid": meta.uid,
+                        "$deleteFromPrimitiveList/finalizers": [POD_FINALIZER],
+                    }}),
+                ));
+            }
+            continue;
+        }
+        let marked = meta
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(RETRIABLE_IN_GROUP_ANNOTATION))
+            .is_some_and(|v| v == "false");
+        if finished
+            && !marked
+            && meta
+                .labels
+                .as_ref()
+                .is_some_and(|l| l.contains_key(POD_GROUP_NAME_LABEL))
+        {
+            patches.push((
+                name,
+                serde_json::json!({ "metadata": {
+                    "uid": meta.uid,
+                    "annotations": { RETRIABLE_IN_GROUP_ANNOTATION: "false" },
+                }}),
+            ));
+        }
+    }
+    patches
+}
+
 /// Where a job's pod group stands in Kueue, read from its Workload.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Admission {
@@ -225,6 +290,43 @@ mod tests {
         assert_eq!(g.queue, "team");
         assert_eq!(g.total_count, 3);
         assert_eq!(g.priority_class.as_deref(), Some("high"));
+    }
+
+    fn observed_pod(json: serde_json::Value) -> crate::child_view::ObservedPod {
+        serde_json::from_value(json).unwrap()
+    }
+
+    #[test]
+    fn deleted_pods_lose_kueue_s_finalizer_and_a_finished_job_s_pods_are_not_retriable() {
+        let group = serde_json::json!({ POD_GROUP_NAME_LABEL: "g" });
+        let live = observed_pod(serde_json::json!({"metadata": {
+            "name": "live", "uid": "u1", "labels": group, "finalizers": [POD_FINALIZER]}}));
+        let deleting = observed_pod(serde_json::json!({"metadata": {
+            "name": "deleting", "uid": "u2", "labels": group, "finalizers": ["other", POD_FINALIZER],
+            "deletionTimestamp": "2026-12-06T00:00:00Z"}}));
+        let let_go = observed_pod(serde_json::json!({"metadata": {
+            "name": "let-go", "uid": "u3", "labels": group, "finalizers": ["other"],
+            "deletionTimestamp": "2026-12-06T00:00:00Z"}}));
+        let marked = observed_pod(serde_json::json!({"metadata": {
+            "name": "marked", "uid": "u4", "labels": group,
+            "annotations": { RETRIABLE_IN_GROUP_ANNOTATION: "false" }}}));
+        let pods = [&live, &deleting, &let_go, &marked];
+
+        let running = pod_patches(false, pods);
+        assert_eq!(running.len(), 1);
+        assert_eq!(running[0].0, "deleting");
+        assert_eq!(
+            running[0].1,
+            serde_json::json!({"metadata": {"uid": "u2", "$deleteFromPrimitiveList/finalizers": [POD_FINALIZER]}})
+        );
+
+        let finished = pod_patches(true, pods);
+        let names: Vec<&str> = finished.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["live", "deleting"]);
+        assert_eq!(
+            finished[0].1,
+            serde_json::json!({"metadata": {"uid": "u1", "annotations": {RETRIABLE_IN_GROUP_ANNOTATION: "false"}}})
+        );
     }
 
     #[test]

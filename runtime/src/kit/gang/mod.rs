@@ -27,9 +27,10 @@ pub use decorate::{
 };
 pub use gating::holds_pods;
 pub use kueue::{
-    ADMISSION_GATE, Admission, KueuePodGroup, POD_GROUP_NAME_LABEL, POD_GROUP_TOTAL_COUNT_ANNOTATION,
-    POD_INDEX_LABEL_ANNOTATION, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL, ROLE_HASH_ANNOTATION, admission,
-    group_name, pod_group, role_hash, workload_api_resource,
+    ADMISSION_GATE, Admission, KueuePodGroup, POD_FINALIZER, POD_GROUP_NAME_LABEL,
+    POD_GROUP_TOTAL_COUNT_ANNOTATION, POD_INDEX_LABEL_ANNOTATION, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL,
+    RETRIABLE_IN_GROUP_ANNOTATION, ROLE_HASH_ANNOTATION, admission, group_name, pod_group, pod_patches,
+    role_hash, workload_api_resource,
 };
 pub use min_resources::calc_min_resources;
 pub use podgroup::{
