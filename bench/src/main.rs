@@ -18,6 +18,7 @@ mod frameworks;
 mod identity;
 mod observe;
 mod operator;
+mod player;
 mod plot;
 mod report;
 mod results;
