@@ -20,6 +20,7 @@ mod observe;
 mod operator;
 mod player;
 mod plot;
+mod reaction;
 mod report;
 mod results;
 mod retry;
@@ -59,6 +60,18 @@ async fn main() -> ExitCode {
             }
             Err(e) => {
                 tracing::error!(error = %e, results = %args.results.display(), "soak failed");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    if let Some(jobs) = args.failure_reaction {
+        return match reaction::run(&args, jobs).await {
+            Ok(results) => {
+                let _ = writeln!(std::io::stdout(), "{}", reaction::markdown(&results));
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "failure-reaction benchmark failed");
                 ExitCode::FAILURE
             }
         };

@@ -409,10 +409,13 @@ pub async fn run(
     .filter_map(move |job| std::future::ready(note_job_event(&on_job, job).map(Ok::<_, watcher::Error>)));
     let (resync_tx, resync_rx) = futures::channel::mpsc::unbounded();
     let (on_trigger, ran, on_failure) = (ctx.clone(), ctx.clone(), ctx.clone());
-    let children = children.inspect(move |trigger| {
+    let batched = triggers::failures_batched();
+    let children = children.map(move |mut trigger| {
         if trigger.failure {
             on_failure.activity.failed(&trigger.owner, Instant::now());
+            trigger.failure = !batched;
         }
+        trigger
     });
     let triggers = futures::stream::select(
         coalesced(children, CHILD_COALESCE, CHILD_GAP, move |owner| {

@@ -53,6 +53,21 @@ pub type Triggers = UnboundedReceiver<Trigger>;
 #[cfg(feature = "fault-injection")]
 pub const DROP_CHILD_EVENTS_ENV: &str = "KFOP_FAULT_DROP_CHILD_EVENTS_OF";
 
+/// Makes failures wait for the child batch like any other child change, as before they were
+/// answered at once: the benchmark's baseline for the failure reaction (`fault-injection` only).
+#[cfg(feature = "fault-injection")]
+pub const BATCH_FAILURES_ENV: &str = "KFOP_FAULT_BATCH_FAILURES";
+
+/// Whether [`BATCH_FAILURES_ENV`] is set: failures then wait for the batch.
+pub fn failures_batched() -> bool {
+    #[cfg(feature = "fault-injection")]
+    if std::env::var_os(BATCH_FAILURES_ENV).is_some_and(|v| !v.is_empty()) {
+        tracing::warn!("failures wait for the child batch ({BATCH_FAILURES_ENV})");
+        return true;
+    }
+    false
+}
+
 /// The controllers' subscriptions, by the job kind each reconciles. Controllers subscribe while
 /// the watches run (frameworks registered at run time); a stopped one's route is dropped.
 #[derive(Debug, Default)]
