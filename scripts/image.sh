@@ -69,6 +69,13 @@ bin=$target_dir/$profile/kfop-operator
   echo "image.sh: no $bin; build it first (cargo build${profile/debug/} -p kfop-operator)" >&2
   exit 1
 }
+# The benchmark's fault hooks (kfop-runtime's `fault-injection` feature) never ship: a release
+# built with `-p kfop-operator` alone leaves the feature off. A --debug pack is the test suite's
+# own binary, built together with the benchmark, and carries them.
+if [ "$profile" = release ] && grep -q KFOP_FAULT_ "$bin"; then
+  echo "image.sh: $bin carries the fault hooks (KFOP_FAULT_*); build it with -p kfop-operator alone" >&2
+  exit 1
+fi
 
 case $(uname -m) in
   x86_64) arch=amd64 ;;

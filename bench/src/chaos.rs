@@ -214,7 +214,15 @@ impl Operators {
             format!("--leader-election-id={LEASE}"),
             format!("--leader-election-namespace={namespace}"),
         ]);
-        Operator::spawn_as(&self.bin, &self.kubeconfig, &flags, &self.log, Some(identity)).await
+        Operator::spawn_as(
+            &self.bin,
+            &self.kubeconfig,
+            &flags,
+            &self.log,
+            Some(identity),
+            &[],
+        )
+        .await
     }
 
     /// Adds the current process's resync and forbidden counters to `into`.

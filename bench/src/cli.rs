@@ -120,6 +120,12 @@ pub struct Args {
     /// with the plain-client ceiling in both encodings; results in `--results`
     #[arg(long, conflicts_with_all = ["soak", "runtime_frameworks", "no_ceiling"])]
     pub wire_ab: Option<usize>,
+    /// Instead of benchmarking once: this many live jobs of six kinds whose first worker fails
+    /// the moment it runs (twice retried, then not), under an operator batching failures like
+    /// replica counts and under one answering them at once; the time from each failure to the
+    /// job's answer (results in `--results`)
+    #[arg(long, conflicts_with_all = ["soak", "runtime_frameworks", "no_ceiling", "wire_ab"])]
+    pub failure_reaction: Option<usize>,
     /// RSS and CPU sampling interval
     #[arg(long, default_value = "250ms", value_parser = parse_duration)]
     pub sample_every: Duration,

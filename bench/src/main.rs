@@ -20,7 +20,9 @@ mod frameworks;
 mod identity;
 mod observe;
 mod operator;
+mod player;
 mod plot;
+mod reaction;
 mod report;
 mod results;
 mod retry;
@@ -60,6 +62,18 @@ async fn main() -> ExitCode {
             }
             Err(e) => {
                 tracing::error!(error = %e, results = %args.results.display(), "soak failed");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    if let Some(jobs) = args.failure_reaction {
+        return match reaction::run(&args, jobs).await {
+            Ok(results) => {
+                let _ = writeln!(std::io::stdout(), "{}", reaction::markdown(&results));
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "failure-reaction benchmark failed");
                 ExitCode::FAILURE
             }
         };

@@ -51,16 +51,18 @@ impl Operator {
     /// Starts `bin` against `kubeconfig` with `args`, logging to `log`; serves metrics on a free
     /// loopback port.
     pub async fn spawn(bin: &Path, kubeconfig: &Path, args: &[String], log: &Path) -> Result<Self> {
-        Self::spawn_as(bin, kubeconfig, args, log, None).await
+        Self::spawn_as(bin, kubeconfig, args, log, None, &[]).await
     }
 
-    /// [`Operator::spawn`] as the replica `identity` (its leader-election identity, `MY_POD_NAME`).
+    /// [`Operator::spawn`] as the replica `identity` (its leader-election identity, `MY_POD_NAME`),
+    /// with `env` set too.
     pub async fn spawn_as(
         bin: &Path,
         kubeconfig: &Path,
         args: &[String],
         log: &Path,
         identity: Option<&str>,
+        env: &[(&str, &str)],
     ) -> Result<Self> {
         let metrics_addr = free_addr()?;
         let webhook = free_addr()?;
@@ -75,6 +77,7 @@ impl Operator {
         if let Some(identity) = identity {
             command.env("MY_POD_NAME", identity);
         }
+        command.envs(env.iter().copied());
         command
             .args(args)
             .arg(format!("--metrics-bind-address={metrics_addr}"))

@@ -35,6 +35,7 @@ use crate::error::{Error, Result};
 use crate::frameworks;
 use crate::identity;
 use crate::operator;
+use crate::player::Player;
 use crate::retry;
 use crate::sample::{Sample, Sampler};
 
@@ -127,6 +128,9 @@ pub struct SoakResults {
     pub peak_rss_mb: f64,
     /// (seconds, RSS MB, live jobs) every 10 s, for the memory curve.
     pub rss_curve: Vec<(f64, f64, usize)>,
+    /// What the kubelet player (kwok, pod-reaper) logged: plays it failed and pods its sync
+    /// touched.
+    pub player: Player,
     pub failures: Vec<String>,
 }
 
@@ -277,6 +281,7 @@ pub async fn run(args: &Args, duration: Duration) -> Result<SoakResults> {
     if let Some(sampler) = sampler {
         summarize_rss(&mut results, &sampler.stop(), &lives, submitting);
     }
+    results.player = Player::read(plane.dir());
     check(&mut results, duration);
     write(&results, &args.results)?;
     drop(plane);
@@ -681,7 +686,8 @@ pub fn markdown(r: &SoakResults) -> String {
          | pods created twice for one replica | {} |\n| pods with more create events than creations | {} |\n\
          | orphans after deletion | {} |\n\
          | resyncs / found work | {:.0} / {:.0} |\n\
-         | 403s to the operator as its ServiceAccount: permission missing / transient (granted) | {:.0} / {:.0} |\n",
+         | 403s to the operator as its ServiceAccount: permission missing / transient (granted) | {:.0} / {:.0} |\n\
+         | kubelet player: plays kwok failed (retried by itself); pods the sync touched | {} ({}); {} {:?} |\n",
         mode(r.chaos),
         r.duration_seconds,
         r.rate,
@@ -701,6 +707,10 @@ pub fn markdown(r: &SoakResults) -> String {
         r.resync_found_work,
         r.forbidden_responses,
         r.forbidden_transient,
+        r.player.failed_plays,
+        r.player.retried_plays,
+        r.player.synced_total(),
+        r.player.synced,
     );
     if r.chaos {
         if let Some(i) = &r.injected {
@@ -869,7 +879,7 @@ async fn run_scenario(driver: &Driver<'_>, scenario: Scenario) -> Result<(), Str
                         .any(|p| p.name_any() == victim && p.uid() != uid && pods::phase(p) == "Running")
                 })
                 .await?;
-            driver.finish_all().await?;
+            driver.finish_until(JobConditionType::Succeeded).await?;
             Some(JobConditionType::Succeeded)
         }
         Scenario::SuspendResume => {
@@ -881,8 +891,7 @@ async fn run_scenario(driver: &Driver<'_>, scenario: Scenario) -> Result<(), Str
                 })
                 .await?;
             driver.suspend(false).await?;
-            driver.running_pods().await?;
-            driver.finish_all().await?;
+            driver.finish_until(JobConditionType::Succeeded).await?;
             Some(JobConditionType::Succeeded)
         }
         Scenario::DeleteMidRun => {
@@ -1026,18 +1035,33 @@ impl Driver<'_> {
         Ok(self.retrying("looking", || self.look()).await?.1)
     }
 
-    /// Ends every running pod with exit code 0, as finished training would.
-    async fn finish_all(&self) -> Result<(), String> {
-        let (_, pods) = self.retrying("looking", || self.look()).await?;
-        for pod in pods.iter().filter(|p| pods::phase(p) == "Running") {
-            self.retrying("ending a pod", || async {
-                pods::finish(self.pods, &pod.name_any(), 0, 0)
-                    .await
-                    .map_err(|e| e.to_string())
-            })
-            .await?;
+    /// Ends each pod with exit code 0 once it runs, as finished training would, until the job
+    /// is `condition`. Pods are ended as they come: a pod the operator creates later than its
+    /// siblings (after a restart, or while a replaced pod is still terminating) runs and ends
+    /// like them. Ending only the pods running at one look left such a pod running for good, and
+    /// its job waiting on it: the harness's strand, not the operator's.
+    async fn finish_until(&self, condition: JobConditionType) -> Result<(), String> {
+        loop {
+            let (status, pods) = self.retrying("looking", || self.look()).await?;
+            if status.as_ref().is_some_and(|s| s.is(condition)) {
+                return Ok(());
+            }
+            for pod in pods.iter().filter(|p| pods::phase(p) == "Running") {
+                self.retrying("ending a pod", || async {
+                    pods::finish(self.pods, &pod.name_any(), 0, 0)
+                        .await
+                        .map_err(|e| e.to_string())
+                })
+                .await?;
+            }
+            // The wait for the condition, with what was seen, once the deadline passes.
+            if Instant::now() >= self.deadline {
+                return self
+                    .until(&format!("{condition:?}"), |s, _| s.is(condition))
+                    .await;
+            }
+            tokio::time::sleep(POLL).await;
         }
-        Ok(())
     }
 
     async fn suspend(&self, suspend: bool) -> Result<(), String> {

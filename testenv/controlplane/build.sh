@@ -16,7 +16,7 @@ bin="$cache_root/controlplane/$key/bin"
 
 components=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok pod-reaper)
 # pod-reaper is ours and has no release version: its source checksum stands in for one.
-reaper_sum=$(cd "$here/pod-reaper" && cat main.go go.mod go.sum | sha256sum | cut -c1-16)
+reaper_sum=$(cd "$here/pod-reaper" && cat main.go sync.go go.mod go.sum | sha256sum | cut -c1-16)
 missing=()
 for c in "${components[@]}"; do [ -x "$bin/$c" ] || missing+=("$c"); done
 if [ -x "$bin/pod-reaper" ] && [ "$(cat "$bin/pod-reaper.sum" 2>/dev/null)" != "$reaper_sum" ]; then

@@ -12,7 +12,7 @@ const KWOK_GO_MOD: &str = include_str!("../controlplane/kwok/go.mod");
 
 /// The build recipe (script and Go wrapper modules), embedded so that a crate using kfop-testenv
 /// from a registry, or an installed `kfop`, can build the plane with no kfop checkout present.
-const RECIPE: [(&str, &str); 10] = [
+const RECIPE: [(&str, &str); 11] = [
     ("build.sh", include_str!("../controlplane/build.sh")),
     ("k8s/go.mod", K8S_GO_MOD),
     ("k8s/go.sum", include_str!("../controlplane/k8s/go.sum")),
@@ -23,6 +23,10 @@ const RECIPE: [(&str, &str); 10] = [
     (
         "pod-reaper/main.go",
         include_str!("../controlplane/pod-reaper/main.go"),
+    ),
+    (
+        "pod-reaper/sync.go",
+        include_str!("../controlplane/pod-reaper/sync.go"),
     ),
     (
         "pod-reaper/go.mod",

@@ -1169,6 +1169,38 @@ fn image_holds_the_operator_and_its_libraries_and_the_chart_runs_it() {
     let source = labels["org.opencontainers.image.source"].as_str().unwrap();
     assert!(source.starts_with("https://"), "{config}");
 
+    // The benchmark's fault hooks never reach a release image: the operator as image.sh and the
+    // Dockerfile build it (`-p kfop-operator` alone) resolves kfop-runtime without
+    // `fault-injection`, and image.sh refuses a release binary holding a hook's name. The binary
+    // packed here is the test suite's, built with the benchmark, so it does hold one: the
+    // string image.sh looks for is the one the hooks read.
+    let features = run(
+        Path::new("cargo"),
+        &[
+            "tree",
+            "--quiet",
+            "-p",
+            "kfop-operator",
+            "-e",
+            "features,normal",
+            "--prefix",
+            "none",
+        ],
+    );
+    assert!(features.contains("kfop-runtime feature \"v1_37\""), "{features}");
+    assert!(!features.contains("fault-injection"), "{features}");
+    let packed = std::fs::read(image.root.join("kfop-operator")).unwrap();
+    let hook = b"KFOP_FAULT_DROP_CHILD_EVENTS_OF";
+    assert!(
+        packed.windows(hook.len()).any(|w| w == hook),
+        "the suite's operator lost its fault hook, so image.sh's check looks for a stale name"
+    );
+    let script = std::fs::read_to_string(repo_root().join("scripts/image.sh")).unwrap();
+    assert!(
+        script.contains("grep -q KFOP_FAULT_"),
+        "image.sh lost its fault-hook check"
+    );
+
     // The Dockerfile (not buildable here) makes the same image: same user, entrypoint, labels.
     let dockerfile = std::fs::read_to_string(repo_root().join("Dockerfile")).unwrap();
     for line in [

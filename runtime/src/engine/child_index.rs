@@ -42,6 +42,13 @@ where
         let _ = newer;
         false
     }
+
+    /// Whether this change (`gone`: the object was deleted) is one its owner must answer at once
+    /// rather than in the next batch of child changes: a pod that failed or is going away.
+    fn answer_at_once(&self, gone: bool) -> bool {
+        let _ = gone;
+        false
+    }
 }
 
 /// Owned objects of other kinds (ConfigMaps, Jobs, PodGroups, ...) are few and cached whole.

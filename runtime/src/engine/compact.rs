@@ -409,6 +409,11 @@ impl Cached for CachedPod {
     fn plans_alike(&self, newer: &Self) -> bool {
         self.metadata.alike(&newer.metadata) && self.status == newer.status
     }
+
+    fn answer_at_once(&self, gone: bool) -> bool {
+        gone || self.metadata.deletion_timestamp.is_some()
+            || self.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Failed")
+    }
 }
 
 /// A cached child service: its metadata, compact.

@@ -75,6 +75,46 @@ struct ResultLabels {
 
 type JobCounter = Family<JobLabels, Counter>;
 
+/// How a job answered a child's failure (`kfop_failure_reaction_seconds`'s `reaction` label).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reaction {
+    /// Restarting written and the failed pod deleted, to be replaced.
+    Restarting,
+    /// Failed written.
+    Failed,
+}
+
+impl Reaction {
+    /// The answer `plan` writes to a child's failure, if it writes one.
+    pub fn of(plan: &crate::plan::Plan) -> Option<Self> {
+        use crate::framework::JobMetric;
+        if plan.metrics.contains(&JobMetric::Failed) {
+            Some(Self::Failed)
+        } else if plan.metrics.contains(&JobMetric::Restarted) {
+            Some(Self::Restarting)
+        } else {
+            None
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Self::Restarting => "restarting",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReactionLabels {
+    kind: String,
+    reaction: &'static str,
+}
+
+/// `kfop_failure_reaction_seconds` buckets: the target is 1.5 s, and a reaction stuck behind a
+/// batch or a queue shows in the upper ones.
+const REACTION_BUCKETS: [f64; 12] = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.5, 5.0, 10.0];
+
 /// Labels of controller-runtime's workqueue metrics: the queue's name, which is its controller's.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct QueueLabels {
@@ -167,6 +207,7 @@ pub struct Metrics {
     queue_depth: Family<QueueLabels, Gauge>,
     queue_depth_sources: Mutex<Vec<(QueueLabels, DepthSource)>>,
     queue_wait: Family<QueueLabels, Histogram>,
+    failure_reaction: Family<ReactionLabels, Histogram>,
     lifecycle: lifecycle::Lifecycle,
 }
 
@@ -251,6 +292,16 @@ impl Metrics {
             Unit::Seconds,
             queue_wait.clone(),
         );
+        let failure_reaction =
+            Family::<ReactionLabels, Histogram>::new_with_constructor(|| Histogram::new(REACTION_BUCKETS));
+        registry.register_with_unit(
+            "kfop_failure_reaction",
+            "From a child pod's failure (failed, being deleted or gone) reaching the operator to \
+             the job's answer written: Restarting (the pod deleted to be replaced) or Failed, by \
+             job kind",
+            Unit::Seconds,
+            failure_reaction.clone(),
+        );
         let lifecycle = lifecycle::Lifecycle::register(&mut registry);
 
         let client = client();
@@ -291,6 +342,7 @@ impl Metrics {
             queue_depth,
             queue_depth_sources: Mutex::default(),
             queue_wait,
+            failure_reaction,
             lifecycle,
         }
     }
@@ -370,6 +422,16 @@ impl Metrics {
         self.queue_wait
             .get_or_create(&QueueLabels::of(controller))
             .observe(waited.as_secs_f64());
+    }
+
+    /// Records how long a job of `kind` took to answer a child's failure.
+    pub fn failure_reaction(&self, kind: &str, reaction: Reaction, took: Duration) {
+        self.failure_reaction
+            .get_or_create(&ReactionLabels {
+                kind: kind.to_owned(),
+                reaction: reaction.label(),
+            })
+            .observe(took.as_secs_f64());
     }
 
     /// Records where the job `job` of `kind` stands after a plan (`kfop_job_pods_created_seconds`,

@@ -579,7 +579,8 @@ async fn route_children<K>(
     });
     let routed = crate::relist::settled(reflector::reflector(writer, watch), reader).for_each(|child| {
         if children.record(&child) {
-            router.route(child.object());
+            let gone = matches!(child, crate::relist::Settled::Gone(_));
+            router.route(child.object(), child.object().answer_at_once(gone));
         }
         std::future::ready(())
     });
@@ -693,8 +694,17 @@ mod tests {
             namespace: Some("ns".into()),
             name: name.into(),
         };
-        let got: Vec<Owner> = triggers.by_ref().take(3).collect().await;
-        assert_eq!(got, [owner("a"), owner("a"), owner("b")]);
+        let got: Vec<(Owner, bool)> = triggers
+            .by_ref()
+            .take(3)
+            .map(|t| (t.owner, t.failure))
+            .collect()
+            .await;
+        assert_eq!(
+            got,
+            [(owner("a"), false), (owner("a"), true), (owner("b"), false)],
+            "a deleted pod is answered at once"
+        );
         assert_eq!(store.state().len(), 1, "the cache holds what the watch left");
     }
 }

@@ -1,5 +1,6 @@
-// pod-reaper plays the last step of a kubelet's pod deletion on kwok nodes: once a bound pod is
-// terminating, it deletes it for good with grace period 0 and a UID precondition.
+// pod-reaper plays the parts of a kubelet that kwok lacks, on kwok nodes: the last step of a
+// pod's deletion (once a bound pod is terminating, it deletes it for good with grace period 0
+// and a UID precondition), and the periodic pod sync (sync.go).
 //
 // kwok's own `delete` stage deletes by name alone, so a delete meant for a terminating pod can
 // remove a newer pod created under the same name in between (a controller replacing it). The UID
@@ -14,6 +15,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,14 +38,16 @@ type victim struct {
 func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the cluster whose pods to reap")
 	workers := flag.Int("workers", 8, "parallel deletes")
+	syncPeriod := flag.Duration("sync-period", 5*time.Second, "how often pods owed a play are looked for")
+	syncGrace := flag.Duration("sync-grace", 10*time.Second, "how long a play may be owed before the pod is touched")
 	flag.Parse()
-	if err := run(*kubeconfig, *workers); err != nil {
+	if err := run(*kubeconfig, *workers, *syncPeriod, *syncGrace); err != nil {
 		fmt.Fprintln(os.Stderr, "pod-reaper:", err)
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfig string, workers int) error {
+func run(kubeconfig string, workers int, syncPeriod, syncGrace time.Duration) error {
 	config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return fmt.Errorf("reading --kubeconfig: %w", err)
@@ -55,7 +60,12 @@ func run(kubeconfig string, workers int) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[victim]())
+	// Retries back off to 5 s at most: the default limiter's 1,000 s cap left pods whose deletes
+	// failed through an API server restart terminating for many minutes.
+	queue := workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[victim](5*time.Millisecond, 5*time.Second),
+		&workqueue.TypedBucketRateLimiter[victim]{Limiter: rate.NewLimiter(rate.Limit(50), 500)},
+	))
 	defer queue.ShutDown()
 	enqueue := func(obj any) {
 		if pod, ok := obj.(*corev1.Pod); ok && pod.DeletionTimestamp != nil && pod.Spec.NodeName != "" {
@@ -71,6 +81,8 @@ func run(kubeconfig string, workers int) error {
 		return err
 	}
 	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	go syncLoop(ctx, client, factory.Core().V1().Pods().Lister(), queue, syncPeriod, syncGrace)
 	for i := 0; i < workers; i++ {
 		go func() {
 			for reap(ctx, client, queue) {

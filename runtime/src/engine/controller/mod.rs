@@ -29,7 +29,7 @@ pub use observe::{Created, Deleted, NewChild, observe};
 pub use per_job::PerJob;
 pub use planner::Planner;
 pub use resync::{Activity, CACHE_GRACE, Overdue, QUEUE_BOUND};
-pub use triggers::{Owner, Router, Triggers};
+pub use triggers::{Owner, Router, Trigger, Triggers};
 pub use written::Written;
 
 use triggers::coalesced;
@@ -38,7 +38,7 @@ use crate::child_index::{Children, NotSynced};
 use crate::compact::{CachedPod, CachedService};
 use crate::error::{Error, Result};
 use crate::gang::GangScheduler;
-use crate::metrics::{Metrics, ReconcileResult};
+use crate::metrics::{Metrics, Reaction, ReconcileResult};
 use crate::packed::PackedJob;
 use crate::plan::Scheduling;
 
@@ -203,21 +203,28 @@ fn kueue_workload(ctx: &Context, job: &PackedJob) -> Option<Arc<DynamicObject>> 
 )]
 async fn reconcile(job: Arc<PackedJob>, ctx: Arc<Context>) -> Result<Action> {
     let owner = Owner::of(job.as_ref());
-    if let Some(waited) = ctx.activity.started(&owner, Instant::now()) {
+    let started = Instant::now();
+    if let Some(waited) = ctx.activity.started(&owner, started) {
         ctx.metrics
             .queue_waited(&ctx.framework.info().controller_name, waited);
     }
-    let (result, requeue) = reconcile_once(job.as_ref(), &ctx).await;
-    ctx.activity.finished(
-        &owner,
-        Instant::now(),
-        requeue.or(result.is_err().then_some(ERROR_RETRY)),
-    );
+    let (result, requeue, reaction) = reconcile_once(job.as_ref(), &ctx).await;
+    let now = Instant::now();
+    if let (Some(failed), Some(reaction)) = (ctx.activity.take_failure(&owner, started), reaction) {
+        ctx.metrics.failure_reaction(
+            &ctx.framework.kind().kind,
+            reaction,
+            now.saturating_duration_since(failed),
+        );
+    }
+    ctx.activity
+        .finished(&owner, now, requeue.or(result.is_err().then_some(ERROR_RETRY)));
     result.map(|()| requeue.map_or_else(Action::await_change, Action::requeue))
 }
 
-/// One reconcile: the result, and when to run again without a new event.
-async fn reconcile_once(job: &PackedJob, ctx: &Context) -> (Result<()>, Option<Duration>) {
+/// One reconcile: the result, when to run again without a new event, and how it answered a
+/// child's failure, if it did.
+async fn reconcile_once(job: &PackedJob, ctx: &Context) -> (Result<()>, Option<Duration>, Option<Reaction>) {
     let mut timer = ctx.metrics.reconcile(&ctx.framework.info().controller_name);
     let uid = job.uid().unwrap_or_default();
     let written = ctx.written.newer_than(&uid, job.resource_version().as_deref());
@@ -227,14 +234,16 @@ async fn reconcile_once(job: &PackedJob, ctx: &Context) -> (Result<()>, Option<D
     let job = written.as_deref().unwrap_or(job);
     if let Err(stopped) = ctx.synced().await {
         timer.set_result(ReconcileResult::Error);
-        return (Err(stopped.into()), None);
+        return (Err(stopped.into()), None, None);
     }
-    let (mut result, mut next) = pass(ctx, job).await;
+    let (mut result, mut next, mut reaction) = pass(ctx, job).await;
     // A status write that leaves the job more to do (a finished job's clean-up and TTL) is
     // followed by that pass now, from the job as written, rather than by its watch event.
     if let (Ok(()), Some(Next::Pass(written))) = (&result, &next) {
         let written = written.clone();
-        (result, next) = pass(ctx, &written).await;
+        let reacted = reaction;
+        (result, next, reaction) = pass(ctx, &written).await;
+        reaction = reacted.or(reaction);
     }
     let requeue = match next {
         Some(Next::Requeue(after)) => after,
@@ -246,11 +255,12 @@ async fn reconcile_once(job: &PackedJob, ctx: &Context) -> (Result<()>, Option<D
         Ok(()) => ReconcileResult::Success,
         Err(_) => ReconcileResult::Error,
     });
-    (result, requeue)
+    (result, requeue, reaction)
 }
 
-/// Plans `job` and applies the plan: the result, and what comes next without a new event.
-async fn pass(ctx: &Context, job: &PackedJob) -> (Result<()>, Option<Next>) {
+/// Plans `job` and applies the plan: the result, what comes next without a new event, and the
+/// answer to a failure it wrote, if any.
+async fn pass(ctx: &Context, job: &PackedJob) -> (Result<()>, Option<Next>, Option<Reaction>) {
     match plan_job(ctx, job) {
         Ok(plan) => {
             ctx.metrics
@@ -266,11 +276,13 @@ async fn pass(ctx: &Context, job: &PackedJob) -> (Result<()>, Option<Next>) {
                 "planned"
             );
             let requeue = plan.requeue_after;
+            let reaction = Reaction::of(&plan);
             let (result, next) = apply(ctx, job, plan).await;
+            let reaction = reaction.filter(|_| result.is_ok());
             // Without a status write, the plan says when to look again.
-            (result, Some(next.unwrap_or(Next::Requeue(requeue))))
+            (result, Some(next.unwrap_or(Next::Requeue(requeue))), reaction)
         }
-        Err(error) => (Err(error), None),
+        Err(error) => (Err(error), None, None),
     }
 }
 
@@ -414,7 +426,15 @@ pub async fn run(
     )
     .filter_map(move |job| std::future::ready(note_job_event(&on_job, job).map(Ok::<_, watcher::Error>)));
     let (resync_tx, resync_rx) = futures::channel::mpsc::unbounded();
-    let (on_trigger, ran) = (ctx.clone(), ctx.clone());
+    let (on_trigger, ran, on_failure) = (ctx.clone(), ctx.clone(), ctx.clone());
+    let batched = triggers::failures_batched();
+    let children = children.map(move |mut trigger| {
+        if trigger.failure {
+            on_failure.activity.failed(&trigger.owner, Instant::now());
+            trigger.failure = !batched;
+        }
+        trigger
+    });
     let triggers = futures::stream::select(
         coalesced(children, CHILD_COALESCE, CHILD_GAP, move |owner| {
             ran.activity.last_run(owner).map(tokio::time::Instant::from_std)

@@ -145,7 +145,13 @@ pub fn observe(
     };
     hidden.retain(|child, at| at.elapsed() < FORGET_AFTER && cached(child));
     let visible = |meta: &ObjectMeta| meta.uid.as_ref().is_none_or(|u| !hidden.contains_key(u));
-    observed.pods.retain(|p| visible(&p.metadata));
+    // A pod the cache shows terminating is no longer stale: the planner sees it (and waits for
+    // it to go, says so when it does not, and neither deletes nor counts it again). Hidden, its
+    // slot looked empty, and its replacement was created into a 409 on every pass, silently,
+    // while a pod whose kubelet is gone stayed.
+    observed
+        .pods
+        .retain(|p| p.metadata.deletion_timestamp.is_some() || visible(&p.metadata));
     observed.services.retain(|s| visible(&s.metadata));
     observed.objects.retain(|o| visible(&o.metadata));
     if hidden.is_empty() {

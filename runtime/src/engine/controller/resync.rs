@@ -34,6 +34,9 @@ pub struct Seen {
     finished: Option<Instant>,
     /// A requeue the controller will honour (timer, stale cache, error retry).
     due: Option<Instant>,
+    /// The first child failure no reconcile has started after yet: when the job's reaction
+    /// (restart, fail) is written, the time since is the failure reaction latency.
+    failed: Option<Instant>,
 }
 
 impl Seen {
@@ -61,6 +64,26 @@ impl PerJob<Owner, Seen> {
                 s.triggered = Some(now);
             }
         });
+    }
+
+    /// A child of `job` failed or went away ([`super::Trigger::failure`]).
+    pub fn failed(&self, job: &Owner, now: Instant) {
+        self.update(job, |s| {
+            s.failed.get_or_insert(now);
+        });
+    }
+
+    /// A reconcile of `job` that started at `started` has ended: the failure it saw, if any, is
+    /// answered (or needed no answer) and forgotten; a failure that arrived while it ran is kept
+    /// for the next one.
+    pub fn take_failure(&self, job: &Owner, started: Instant) -> Option<Instant> {
+        let mut taken = None;
+        self.update(job, |s| {
+            if s.failed.is_some_and(|f| f <= started) {
+                taken = s.failed.take();
+            }
+        });
+        taken
     }
 
     /// A reconcile of `job` started; returns how long the trigger it serves waited, if one did.
@@ -131,6 +154,23 @@ mod tests {
             namespace: Some("ns".into()),
             name: name.into(),
         }
+    }
+
+    #[test]
+    fn a_failure_is_taken_by_the_first_reconcile_started_after_it() {
+        let a = Activity::default();
+        let j = job("a");
+        let t0 = Instant::now();
+        let second = Duration::from_secs(1);
+        a.failed(&j, t0 + second);
+        a.failed(&j, t0 + 2 * second);
+        assert_eq!(a.take_failure(&j, t0), None, "started before the failure: kept");
+        assert_eq!(
+            a.take_failure(&j, t0 + 3 * second),
+            Some(t0 + second),
+            "the first failure counts"
+        );
+        assert_eq!(a.take_failure(&j, t0 + 4 * second), None, "answered once");
     }
 
     #[test]

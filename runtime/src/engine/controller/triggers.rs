@@ -34,35 +34,65 @@ impl Owner {
     }
 }
 
+/// One child change, as its owner's controller receives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Trigger {
+    pub owner: Owner,
+    /// The child failed, is being deleted or is gone: a change the job must answer at once
+    /// (restart, replace, fail), not a replica count that can wait for the batch.
+    pub failure: bool,
+}
+
 /// What one controller receives: the owners of children that changed.
-pub type Triggers = UnboundedReceiver<Owner>;
+pub type Triggers = UnboundedReceiver<Trigger>;
 
 /// Names a job whose children's events the router drops, as a lost watch event would be: a
 /// fault injected by tests of the lost-event accounting (`kfop_resync_found_work_total`), which
-/// must count the job a resync then finds work for. Unset in any real deployment.
+/// must count the job a resync then finds work for. Only in builds with the `fault-injection`
+/// feature, which the benchmark enables and a release image (`-p kfop-operator`) does not.
+#[cfg(feature = "fault-injection")]
 pub const DROP_CHILD_EVENTS_ENV: &str = "KFOP_FAULT_DROP_CHILD_EVENTS_OF";
+
+/// Makes failures wait for the child batch like any other child change, as before they were
+/// answered at once: the benchmark's baseline for the failure reaction (`fault-injection` only).
+#[cfg(feature = "fault-injection")]
+pub const BATCH_FAILURES_ENV: &str = "KFOP_FAULT_BATCH_FAILURES";
+
+/// Whether [`BATCH_FAILURES_ENV`] is set: failures then wait for the batch.
+pub fn failures_batched() -> bool {
+    #[cfg(feature = "fault-injection")]
+    if std::env::var_os(BATCH_FAILURES_ENV).is_some_and(|v| !v.is_empty()) {
+        tracing::warn!("failures wait for the child batch ({BATCH_FAILURES_ENV})");
+        return true;
+    }
+    false
+}
 
 /// The controllers' subscriptions, by the job kind each reconciles. Controllers subscribe while
 /// the watches run (frameworks registered at run time); a stopped one's route is dropped.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Router {
     routes: std::sync::RwLock<Vec<Route>>,
     /// [`DROP_CHILD_EVENTS_ENV`].
-    drop_children_of: Option<String>,
+    #[cfg(feature = "fault-injection")]
+    drop_children_of: DropChildren,
 }
 
-impl Default for Router {
+/// The job whose child events a fault-injection build drops, read once.
+#[cfg(feature = "fault-injection")]
+#[derive(Debug)]
+struct DropChildren(Option<String>);
+
+#[cfg(feature = "fault-injection")]
+impl Default for DropChildren {
     fn default() -> Self {
-        let drop_children_of = std::env::var(DROP_CHILD_EVENTS_ENV)
+        let job = std::env::var(DROP_CHILD_EVENTS_ENV)
             .ok()
             .filter(|name| !name.is_empty());
-        if let Some(job) = &drop_children_of {
+        if let Some(job) = &job {
             tracing::warn!(%job, "dropping every child event of this job ({DROP_CHILD_EVENTS_ENV})");
         }
-        Self {
-            routes: std::sync::RwLock::default(),
-            drop_children_of,
-        }
+        Self(job)
     }
 }
 
@@ -70,7 +100,7 @@ impl Default for Router {
 struct Route {
     api_version: String,
     kind: String,
-    sender: UnboundedSender<Owner>,
+    sender: UnboundedSender<Trigger>,
 }
 
 impl Router {
@@ -91,15 +121,17 @@ impl Router {
     }
 
     /// Sends the owner of `child` to the controller of its kind (a child has at most one
-    /// controller; children of kinds nobody here reconciles are dropped).
-    pub fn route<C: Cached>(&self, child: &C)
+    /// controller; children of kinds nobody here reconciles are dropped); `failure` marks a
+    /// change to answer at once ([`Trigger::failure`]).
+    pub fn route<C: Cached>(&self, child: &C, failure: bool)
     where
         C::DynamicType: Eq + std::hash::Hash + Clone,
     {
         let Some(controller) = child.controller() else {
             return;
         };
-        if self.drop_children_of.as_deref() == Some(controller.name) {
+        #[cfg(feature = "fault-injection")]
+        if self.drop_children_of.0.as_deref() == Some(controller.name) {
             return;
         }
         let routes = self
@@ -113,7 +145,7 @@ impl Router {
                     name: controller.name.to_owned(),
                 };
                 // A closed receiver is a controller that has stopped; nothing is left to tell.
-                let _ = route.sender.unbounded_send(owner);
+                let _ = route.sender.unbounded_send(Trigger { owner, failure });
             }
         }
     }
@@ -131,23 +163,35 @@ fn group(api_version: &str) -> &str {
 /// trigger of the same owner until then folded in, and never sooner than `gap` after the owner's
 /// last reconcile started or was asked for (`last_run`), so pods of one job that change at
 /// moments a fraction of a second apart cost one reconcile and one status write, as Kubernetes'
-/// Job controller batches its pods' updates. kube-runtime's scheduler keeps the earliest time
-/// asked for a message: a trigger that finds its owner scheduled joins that burst.
+/// Job controller batches its pods' updates. A failure is the exception: it is answered
+/// [`FAILURE_WINDOW`] after it arrives, whatever the gap (a job restarts or fails on it, and its
+/// reaction is what users wait for). kube-runtime's scheduler keeps the earliest time asked for
+/// a message: a trigger that finds its owner scheduled joins that burst, and a failure pulls the
+/// burst forward.
 pub fn coalesced(
-    triggers: Triggers,
+    triggers: impl Stream<Item = Trigger> + Send + 'static,
     window: Duration,
     gap: Duration,
     last_run: impl Fn(&Owner) -> Option<Instant> + Send + 'static,
 ) -> impl Stream<Item = Owner> + Send {
-    scheduler(triggers.map(move |owner| {
+    scheduler(triggers.map(move |Trigger { owner, failure }| {
         let now = Instant::now();
-        let not_before = last_run(&owner).map_or(now, |last| last + gap);
+        let run_at = if failure {
+            now + FAILURE_WINDOW
+        } else {
+            let not_before = last_run(&owner).map_or(now, |last| last + gap);
+            (now + window).max(not_before)
+        };
         ScheduleRequest {
             message: owner,
-            run_at: (now + window).max(not_before),
+            run_at,
         }
     }))
 }
+
+/// How long a failure waits for others of the same job (pods that fail together, as on a lost
+/// node, cost one reconcile).
+pub const FAILURE_WINDOW: Duration = Duration::from_millis(20);
 
 #[cfg(test)]
 mod tests {
@@ -181,21 +225,25 @@ mod tests {
         let router = Router::default();
         let mut pytorch = router.subscribe("kubeflow.org/v1", "PyTorchJob");
         let mut tf = router.subscribe("kubeflow.org/v1", "TFJob");
-        router.route(&child("TFJob", true));
-        router.route(&child("PyTorchJob", false));
-        router.route(&child("PyTorchJob", true));
+        router.route(&child("TFJob", true), false);
+        router.route(&child("PyTorchJob", false), false);
+        router.route(&child("PyTorchJob", true), false);
         drop(router);
         let owner = Owner {
             namespace: Some("ns".into()),
             name: "job".into(),
         };
-        assert_eq!(pytorch.next().await, Some(owner.clone()));
+        let trigger = Trigger {
+            owner: owner.clone(),
+            failure: false,
+        };
+        assert_eq!(pytorch.next().await, Some(trigger.clone()));
         assert_eq!(
             pytorch.next().await,
             None,
             "a non-controller owner triggers nothing"
         );
-        assert_eq!(tf.next().await, Some(owner));
+        assert_eq!(tf.next().await, Some(trigger));
         assert_eq!(tf.next().await, None);
     }
 
@@ -204,9 +252,9 @@ mod tests {
         let router = Router::default();
         let mut mpi = router.subscribe("kubeflow.org/v2beta1", "MPIJob");
         let mut other_group = router.subscribe("example.com/v1", "MPIJob");
-        router.route(&child("MPIJob", true));
+        router.route(&child("MPIJob", true), false);
         assert_eq!(
-            mpi.try_recv().unwrap().name,
+            mpi.try_recv().unwrap().owner.name,
             "job",
             "a v1 owner reaches the v2beta1 controller"
         );
@@ -242,7 +290,7 @@ mod tests {
         }
         let start = Instant::now();
         for _ in 0..3 {
-            router.route(&child("TFJob", true));
+            router.route(&child("TFJob", true), false);
             // Polled as the controller does, so each change is read when it is sent.
             assert!(futures::poll!(out.next()).is_pending(), "held for the window");
             tokio::time::advance(Duration::from_millis(50)).await;
@@ -257,10 +305,10 @@ mod tests {
 
         // A change within a second of the reconcile waits for the gap, and the changes until
         // then join it.
-        router.route(&child("TFJob", true));
+        router.route(&child("TFJob", true), false);
         assert!(futures::poll!(out.next()).is_pending());
         tokio::time::advance(Duration::from_millis(500)).await;
-        router.route(&child("TFJob", true));
+        router.route(&child("TFJob", true), false);
         assert_eq!(reconcile!(), first);
         assert_eq!(
             start.elapsed(),
@@ -273,33 +321,66 @@ mod tests {
         if let Some(owners) = other.metadata.owner_references.as_mut() {
             owners[0].name = "other".into();
         }
-        router.route(&other);
+        router.route(&other, false);
         assert_eq!(reconcile!().name, "other");
         assert_eq!(start.elapsed(), Duration::from_millis(1500));
 
         // After a quiet second, a change waits only its own window again.
         tokio::time::advance(Duration::from_secs(5)).await;
         let quiet = Instant::now();
-        router.route(&child("TFJob", true));
+        router.route(&child("TFJob", true), false);
         assert_eq!(reconcile!(), first);
         assert_eq!(quiet.elapsed(), Duration::from_millis(250));
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn a_failure_is_answered_at_once_whatever_the_gap() {
+        let router = Router::default();
+        let triggers = router.subscribe("kubeflow.org/v1", "TFJob");
+        // The job's reconcile has just started: an ordinary change would wait a second.
+        let started = Instant::now();
+        let mut out = Box::pin(coalesced(
+            triggers,
+            Duration::from_millis(250),
+            Duration::from_secs(1),
+            move |_| Some(started),
+        ));
+        router.route(&child("TFJob", true), false);
+        assert!(
+            futures::poll!(out.next()).is_pending(),
+            "a count waits for the gap"
+        );
+        tokio::time::advance(Duration::from_millis(100)).await;
+        router.route(&child("TFJob", true), true);
+        assert_eq!(out.next().await.map(|o| o.name).as_deref(), Some("job"));
+        assert_eq!(
+            started.elapsed(),
+            Duration::from_millis(100) + FAILURE_WINDOW,
+            "the failure pulled the waiting burst forward"
+        );
+        tokio::time::advance(Duration::from_secs(5)).await;
+        assert!(
+            futures::poll!(out.next()).is_pending(),
+            "the earlier count was folded into the failure's reconcile"
+        );
+    }
+
+    #[cfg(feature = "fault-injection")]
     #[test]
     fn the_injected_fault_drops_only_the_named_jobs_children() {
         let router = Router {
-            drop_children_of: Some("job".into()),
+            drop_children_of: DropChildren(Some("job".into())),
             ..Router::default()
         };
         let mut tf = router.subscribe("kubeflow.org/v1", "TFJob");
-        router.route(&child("TFJob", true));
+        router.route(&child("TFJob", true), false);
         assert!(tf.try_recv().is_err(), "dropped");
         let mut other = child("TFJob", true);
         if let Some(owners) = other.metadata.owner_references.as_mut() {
             owners[0].name = "other".into();
         }
-        router.route(&other);
-        assert_eq!(tf.try_recv().unwrap().name, "other");
+        router.route(&other, false);
+        assert_eq!(tf.try_recv().unwrap().owner.name, "other");
     }
 
     #[test]
@@ -307,7 +388,7 @@ mod tests {
         let router = Router::default();
         drop(router.subscribe("kubeflow.org/v1", "TFJob"));
         let mut alive = router.subscribe("kubeflow.org/v1", "TFJob");
-        router.route(&child("TFJob", true));
+        router.route(&child("TFJob", true), false);
         assert!(alive.try_recv().is_ok());
     }
 }

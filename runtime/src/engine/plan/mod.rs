@@ -197,9 +197,13 @@ impl Draft<'_> {
     /// Deletes the given pods and the services named like them (Kubeflow's
     /// `DeletePodsAndServices`), or every service when all pods go.
     fn clean(&mut self, pods: &[&ObservedPod], services: &[Arc<ObservedService>], all: bool) {
-        self.plan
-            .delete_pods
-            .extend(pods.iter().map(|p| ChildRef::of(*p)));
+        // A pod already being deleted is not deleted again (its kubelet may be gone: a second
+        // request would change nothing, on every pass).
+        self.plan.delete_pods.extend(
+            pods.iter()
+                .filter(|p| p.metadata.deletion_timestamp.is_none())
+                .map(|p| ChildRef::of(*p)),
+        );
         let names: Vec<String> = pods.iter().map(|p| p.name_any()).collect();
         // Only per-replica services: a framework's own service (MPI's) is an owned object.
         let per_replica = |s: &ObservedService| s.labels().contains_key(crate::labels::REPLICA_TYPE);
@@ -477,6 +481,10 @@ fn reconcile_job<F: Framework>(
         kueue_waits(&group, observed, d);
     }
 
+    let restarting = job
+        .status()
+        .and_then(|s| s.condition(JobConditionType::Restarting));
+    left_terminating(&pods, restarting, d);
     if d.status.is_finished() {
         // The next pass cleans up and starts the TTL, as for any finished job. Its replica
         // counts are final now, so the finishing status is written once, not once as observed
@@ -490,6 +498,56 @@ fn reconcile_job<F: Framework>(
         d.requeue(left);
     }
     Ok(JobPhase::Active)
+}
+
+/// How long past the end of its grace period a pod may still be terminating before its job says
+/// it waits on it: a kubelet removes a pod within seconds of that end, so a pod still there is on
+/// a node or kubelet that is gone, and stays until someone force-deletes it or the node returns.
+pub const LEFT_TERMINATING_AFTER: Duration = Duration::from_secs(30);
+
+/// A restarting job whose replacement pod waits for a pod that is still terminating
+/// [`LEFT_TERMINATING_AFTER`] past its grace period says so: its Restarting condition takes the
+/// reason `<Kind>RestartBlocked` and names the pod, with a Warning event when it first does. Until
+/// then a pass is asked for at that moment. Pod names are fixed (Kubeflow's), so the replacement
+/// cannot be created while the pod exists, and force-deleting a pod whose node may still run it
+/// is the user's call, not the operator's: it could run the same rank twice.
+fn left_terminating(pods: &[&ObservedPod], before: Option<&crate::api::JobCondition>, d: &mut Draft<'_>) {
+    if !d.status.is(JobConditionType::Restarting) {
+        return;
+    }
+    let now = d.now.0;
+    let mut stuck = None;
+    for pod in pods {
+        let Some(gone_by) = pod.metadata.deletion_timestamp.as_ref() else {
+            continue;
+        };
+        let wait = LEFT_TERMINATING_AFTER.as_secs_f64() - now.duration_since(gone_by.0).as_secs_f64();
+        if wait > 0.0 {
+            d.requeue(Duration::from_secs_f64(wait));
+        } else if stuck.is_none() {
+            stuck = Some((pod.name_any(), gone_by.0));
+        }
+    }
+    let Some((pod, gone_by)) = stuck else {
+        return;
+    };
+    let message = format!(
+        "{} {} is restarting, but pod {pod} should have terminated by {gone_by} and has not: its \
+         node or kubelet may be gone. Its replacement is created once it is removed (kubectl \
+         delete pod {pod} --force).",
+        d.kind, d.name
+    );
+    let base = "RestartBlocked";
+    let said = before.is_some_and(|c| c.reason == reason(d.kind, base) && c.message == message);
+    d.condition(
+        JobConditionType::Restarting,
+        ConditionStatus::True,
+        base,
+        message.clone(),
+    );
+    if !said {
+        d.event(EventType::Warning, reason(d.kind, base), message);
+    }
 }
 
 /// A succeeded job's replicas still running count as succeeded (Kubeflow's `ReconcileJobs`).
@@ -611,10 +669,33 @@ pub fn is_managed_here(run_policy: &crate::api::RunPolicy) -> bool {
 }
 
 fn finish(mut d: Draft<'_>, old: &JobStatus) -> Plan {
+    keep_unchanged_conditions(&mut d.status, old);
     if d.status != *old {
         d.plan.status = Some(d.status);
     }
     d.plan
+}
+
+/// A condition that ends a pass as it was stored keeps its stored times. Within one pass a
+/// status function may set a condition and then its opposite (PyTorch's: Running for a running
+/// Master, then Restarting for a Worker whose pod is terminating), and each setting stamps the
+/// time: without this, every pass over the same pods wrote a new time, and each write's echo ran
+/// the next pass, a write loop for as long as the pod took to go.
+fn keep_unchanged_conditions(status: &mut JobStatus, old: &JobStatus) {
+    for condition in &mut status.conditions {
+        let stored = old.conditions.iter().find(|o| {
+            o.type_ == condition.type_
+                && o.status == condition.status
+                && o.reason == condition.reason
+                && o.message == condition.message
+        });
+        if let Some(stored) = stored {
+            condition.last_update_time.clone_from(&stored.last_update_time);
+            condition
+                .last_transition_time
+                .clone_from(&stored.last_transition_time);
+        }
+    }
 }
 
 pub(crate) fn phase(pod: &ObservedPod) -> &str {

@@ -83,7 +83,7 @@ pub(super) fn reconcile<F: Framework>(
                 }
                 [] => {}
                 [pod] => {
-                    if index >= replicas {
+                    if index >= replicas && pod.metadata.deletion_timestamp.is_none() {
                         d.plan.delete_pods.push(ChildRef::of(*pod));
                     }
                     if phase(pod) == "Failed" {
@@ -142,20 +142,26 @@ fn on_failed_pod(
 ) {
     let exit_code = exit_code(pod, default_container);
     if policy.retries(exit_code) {
-        let already_deleting = d.plan.delete_pods.iter().any(|c| c.name == pod.name_any());
+        counts.restarted = true;
+        let msg = format!("job {} is restarting because {role} replica(s) failed.", d.name);
+        // Deleted already (by an earlier pass, or by this process before a restart): the restart
+        // is under way and was announced and counted then; what is left is to wait for the pod
+        // to go (`left_terminating` says so if it does not).
+        let deleting = pod.metadata.deletion_timestamp.is_some();
+        let already_deleting = deleting || d.plan.delete_pods.iter().any(|c| c.name == pod.name_any());
         if !already_deleting {
             d.plan.delete_pods.push(ChildRef::of(pod));
         }
-        counts.restarted = true;
-        let msg = format!("job {} is restarting because {role} replica(s) failed.", d.name);
-        d.event(EventType::Warning, reason(d.kind, "Restarting"), msg.clone());
+        if !deleting {
+            d.event(EventType::Warning, reason(d.kind, "Restarting"), msg.clone());
+            d.plan.metrics.push(JobMetric::Restarted);
+        }
         d.condition(
             JobConditionType::Restarting,
             ConditionStatus::True,
             "Restarting",
             msg,
         );
-        d.plan.metrics.push(JobMetric::Restarted);
     } else if policy == RestartPolicy::ExitCode {
         let msg = format!(
             "job \"{}\" is failing because \"{role}\" replica(s) failed.",

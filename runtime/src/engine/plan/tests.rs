@@ -367,6 +367,73 @@ fn clean_pod_policy_on_finished_jobs() {
     }
 }
 
+/// A failed pod whose deletion never completes (a finalizer nobody removes, a kubelet gone)
+/// keeps its name, so its replacement waits; 30 s past its grace period the job says so in its
+/// Restarting condition, once, and until then asks to be looked at again at that moment.
+#[test]
+fn a_pod_left_terminating_is_named_in_the_restarting_condition() {
+    let mut j = mw(2, Some(RestartPolicy::OnFailure));
+    let running = all_children(&j, 2, "Running");
+    step(&mut j, &running, 0);
+    let mut obs = all_children(&j, 2, "Running");
+    let mut failed = with_exit(pod(&j, "Worker", 1, "Failed"), 1, 0);
+    // Deleted with a 10 s grace period: it should be gone by 10 s.
+    Arc::make_mut(&mut failed).metadata.deletion_timestamp = Some(t(10));
+    obs.pods[2] = failed;
+    let early = step(&mut j, &obs, 15);
+    assert!(early.create_pods.is_empty(), "the name is taken");
+    assert!(early.delete_pods.is_empty(), "deleted already");
+    assert_eq!(early.requeue_after, Some(Duration::from_secs(25)), "at 40 s");
+    let message = |j: &TestJob| j.status.as_ref().unwrap().conditions[1].message.clone();
+    assert_eq!(
+        message(&j),
+        "job tj is restarting because Worker replica(s) failed."
+    );
+    let late = step(&mut j, &obs, 40);
+    assert!(late.create_pods.is_empty());
+    assert!(late.status.is_some(), "the condition says why it waits");
+    assert_eq!(
+        conditions(&j)[1],
+        (C::Restarting, "True", "TestJobRestartBlocked".into())
+    );
+    assert!(
+        message(&j).contains(&format!(
+            "pod tj-worker-1 should have terminated by {} and has not",
+            t(10).0
+        )),
+        "{}",
+        message(&j)
+    );
+    assert_eq!(late.events.len(), 1, "{:?}", late.events);
+    let again = step(&mut j, &obs, 90);
+    assert!(again.status.is_none() && again.events.is_empty(), "said once");
+}
+
+/// A running pod deleted from outside (a drain) whose kubelet is gone stays terminating; it
+/// counts as failed, and the job's status settles: passes over the same pods write nothing
+/// (the PyTorchJob rule's flip within one pass is covered by the terminating integration test).
+#[test]
+fn a_running_pod_left_terminating_settles_the_status() {
+    for policy in [RestartPolicy::ExitCode, RestartPolicy::OnFailure] {
+        let mut j = mw(1, Some(policy));
+        let running = all_children(&j, 1, "Running");
+        step(&mut j, &running, 0);
+        let mut obs = all_children(&j, 1, "Running");
+        let mut drained = pod(&j, "Worker", 0, "Running");
+        Arc::make_mut(&mut drained).metadata.deletion_timestamp = Some(t(31));
+        obs.pods[1] = drained;
+        let mut writes = Vec::new();
+        for now in 1..6 {
+            let p = step(&mut j, &obs, now);
+            writes.push((now, p.status.is_some(), conditions(&j)));
+        }
+        assert!(
+            writes[1..].iter().all(|(_, wrote, _)| !wrote),
+            "{policy:?}: {writes:#?}"
+        );
+    }
+}
+
 #[test]
 fn failed_pod_with_on_failure_is_replaced_and_the_job_restarts() {
     let mut j = mw(2, Some(RestartPolicy::OnFailure));
