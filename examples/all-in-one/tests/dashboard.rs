@@ -73,6 +73,11 @@ fn exported() -> String {
     metrics::client().forbidden.get_or_create(&forbidden).inc();
     metrics.queue("pytorchjob-controller", || 1);
     metrics.queue_waited("pytorchjob-controller", std::time::Duration::from_millis(3));
+    metrics.failure_reaction(
+        "PyTorchJob",
+        metrics::Reaction::Restarting,
+        std::time::Duration::from_millis(40),
+    );
     let mut job = ConfigMap::default();
     job.metadata.uid = Some("uid".to_owned());
     job.metadata.creation_timestamp = Some(Time(Timestamp::now()));
