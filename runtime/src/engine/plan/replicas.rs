@@ -2,6 +2,7 @@
 //! count, replace failed pods the restart policy retries, and count pods by phase.
 use std::collections::{BTreeMap, BTreeSet};
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 
 use super::build::{build_pod, build_service};
@@ -34,6 +35,13 @@ pub(super) fn reconcile<F: Framework>(
     let info = framework.info();
     let all_pods: Vec<&ObservedPod> = observed.pods.iter().map(AsRef::as_ref).collect();
     let mut counts = BTreeMap::new();
+    // When the job last resumed: pods deleted by its suspension may still be terminating.
+    let resumed: Option<Time> = d
+        .status
+        .condition(JobConditionType::Suspended)
+        .filter(|c| c.status == ConditionStatus::False)
+        .and_then(|c| c.last_transition_time.clone());
+    let resumed = resumed.as_ref();
     for (role, spec) in specs {
         let replicas = spec.replicas();
         let policy = spec.restart_policy.unwrap_or(RestartPolicy::Never);
@@ -89,7 +97,13 @@ pub(super) fn reconcile<F: Framework>(
                     if phase(pod) == "Failed" {
                         on_failed_pod(d, pod, role, policy, &info.default_container, &mut role_counts);
                     }
-                    count(&mut status, &mut role_counts, pod, index, &info.default_container);
+                    count(
+                        &mut status,
+                        &mut role_counts,
+                        pod,
+                        (index, resumed),
+                        &info.default_container,
+                    );
                 }
                 more => tracing::warn!(
                     role,
@@ -186,16 +200,19 @@ fn exit_code(pod: &ObservedPod, default_container: &str) -> Option<i32> {
 }
 
 /// Kubeflow's `updateJobReplicaStatuses`: a running pod that is being deleted counts as
-/// failed, so pods lost with their node are not counted active.
+/// failed, so pods lost with their node are not counted active. A pod whose deletion was asked
+/// for by the job's suspension (no later than its last resume) counts as nothing: it was stopped
+/// on purpose, and may still be terminating when the job resumes.
 fn count(
     status: &mut ReplicaStatus,
     counts: &mut RoleCounts,
     pod: &ObservedPod,
-    index: i32,
+    (index, resumed): (i32, Option<&Time>),
     default_container: &str,
 ) {
     match phase(pod) {
         "Running" if is_active(pod) => status.active += 1,
+        "Running" if deleted_by_suspension(pod, resumed) => {}
         "Running" | "Failed" => status.failed += 1,
         "Succeeded" => {
             status.succeeded += 1;
@@ -205,6 +222,17 @@ fn count(
         }
         _ => {}
     }
+}
+
+/// Whether `pod`'s deletion was asked for no later than `resumed` (a second's slack: times are
+/// whole seconds): its deletion timestamp less its grace period.
+fn deleted_by_suspension(pod: &ObservedPod, resumed: Option<&Time>) -> bool {
+    let (Some(resumed), Some(gone_by)) = (resumed, pod.metadata.deletion_timestamp.as_ref()) else {
+        return false;
+    };
+    let grace = pod.metadata.deletion_grace_period_seconds.unwrap_or(0);
+    let asked = gone_by.0.as_second().saturating_sub(grace);
+    asked <= resumed.0.as_second().saturating_add(1)
 }
 
 fn role_selector(controller: &str, job: &str, role: &str) -> BTreeMap<String, String> {

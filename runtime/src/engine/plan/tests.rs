@@ -409,6 +409,38 @@ fn a_pod_left_terminating_is_named_in_the_restarting_condition() {
     assert!(again.status.is_none() && again.events.is_empty(), "said once");
 }
 
+/// Pods the suspension deleted may still be terminating when the job resumes: they count as
+/// neither active nor failed, so a job under restartPolicy Never resumes instead of failing;
+/// a running pod deleted after the resume still counts as failed.
+#[test]
+fn pods_deleted_by_a_suspension_do_not_fail_the_resumed_job() {
+    let mut j = mw(1, Some(RestartPolicy::Never));
+    let running = all_children(&j, 1, "Running");
+    step(&mut j, &running, 0);
+    j.spec.run_policy.suspend = Some(true);
+    step(&mut j, &running, 10);
+    j.spec.run_policy.suspend = Some(false);
+    let mut obs = all_children(&j, 1, "Running");
+    for p in &mut obs.pods {
+        let meta = &mut Arc::make_mut(p).metadata;
+        // Deleted at 10 s with a 30 s grace period.
+        meta.deletion_timestamp = Some(t(40));
+        meta.deletion_grace_period_seconds = Some(30);
+    }
+    step(&mut j, &obs, 20);
+    assert!(!j.status.as_ref().unwrap().is(C::Failed), "{:?}", conditions(&j));
+    let worker = &j.status.as_ref().unwrap().replica_statuses["Worker"];
+    assert_eq!((worker.active, worker.failed), (0, 0));
+
+    // A drain after the resume is a failure again.
+    let mut drained = all_children(&j, 1, "Running");
+    let meta = &mut Arc::make_mut(&mut drained.pods[1]).metadata;
+    meta.deletion_timestamp = Some(t(60));
+    meta.deletion_grace_period_seconds = Some(30);
+    step(&mut j, &drained, 31);
+    assert!(j.status.as_ref().unwrap().is(C::Failed), "{:?}", conditions(&j));
+}
+
 /// A running pod deleted from outside (a drain) whose kubelet is gone stays terminating; it
 /// counts as failed, and the job's status settles: passes over the same pods write nothing
 /// (the PyTorchJob rule's flip within one pass is covered by the terminating integration test).
