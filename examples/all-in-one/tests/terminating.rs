@@ -25,15 +25,10 @@ use kfop_runtime::testing::Operator;
 use kfop_testenv::{ControlPlane, PlaneOptions, pods, wait};
 use serde_json::json;
 
-const NS: &str = "terminating";
+mod common;
+use common::status as job_status;
 
-fn job_status(job: &DynamicObject) -> JobStatus {
-    job.data
-        .get("status")
-        .cloned()
-        .and_then(|s| serde_json::from_value(s).ok())
-        .unwrap_or_default()
-}
+const NS: &str = "terminating";
 
 /// A PyTorchJob (Master and one Worker) with `policy` on both roles, pods that run until told
 /// otherwise, and a 1 s grace period.
