@@ -32,7 +32,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Client;
-use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -335,33 +335,8 @@ impl Drop for Katib {
         let _ = self.db_manager.child.wait();
         stop_pid(self.postgres.child.id(), Duration::from_secs(10));
         let _ = self.postgres.child.wait();
-        let mutating = self.mutating.take();
-        let validating = self.validating.take();
-        if mutating.is_some() || validating.is_some() {
-            // Left behind, they would fail every Experiment write and every pod creation in the
-            // namespace (failurePolicy Fail). Drop cannot await: delete from a thread with its
-            // own runtime.
-            let kubeconfig = self.kubeconfig.clone();
-            let deleting = std::thread::spawn(move || {
-                let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
-                    return;
-                };
-                rt.block_on(async {
-                    if let Ok(client) = kubeconfig::client_from(&kubeconfig).await {
-                        let dp = DeleteParams::default();
-                        if let Some(name) = mutating {
-                            let api = Api::<MutatingWebhookConfiguration>::all(client.clone());
-                            let _ = api.delete(&name, &dp).await;
-                        }
-                        if let Some(name) = validating {
-                            let api = Api::<ValidatingWebhookConfiguration>::all(client);
-                            let _ = api.delete(&name, &dp).await;
-                        }
-                    }
-                });
-            });
-            let _ = deleting.join();
-        }
+        // Left behind, they would fail every Experiment write and pod creation in the namespace.
+        crate::peer::delete_webhook_configs(&self.kubeconfig, self.mutating.take(), self.validating.take());
         if std::thread::panicking() {
             eprintln!("kept Katib's logs in {}", self.dir.join("logs").display());
         } else {

@@ -719,36 +719,48 @@ impl Peer {
     }
 }
 
+/// Deletes the named webhook configurations of a peer that is going away, from a `Drop`: left
+/// behind, they would fail every write they cover (failurePolicy Fail). Drop cannot await, so
+/// the deletes run on a thread with its own runtime.
+pub(crate) fn delete_webhook_configs(
+    kubeconfig: &Path,
+    mutating: Option<String>,
+    validating: Option<String>,
+) {
+    if mutating.is_none() && validating.is_none() {
+        return;
+    }
+    let kubeconfig = kubeconfig.to_owned();
+    let deleting = std::thread::spawn(move || {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+            return;
+        };
+        rt.block_on(async {
+            if let Ok(client) = kubeconfig::client_from(&kubeconfig).await {
+                let dp = DeleteParams::default();
+                if let Some(name) = validating {
+                    let api = Api::<ValidatingWebhookConfiguration>::all(client.clone());
+                    let _ = api.delete(&name, &dp).await;
+                }
+                if let Some(name) = mutating {
+                    let api = Api::<MutatingWebhookConfiguration>::all(client);
+                    let _ = api.delete(&name, &dp).await;
+                }
+            }
+        });
+    });
+    let _ = deleting.join();
+}
+
 impl Drop for Peer {
     fn drop(&mut self) {
         stop_pid(self.component.child.id(), Duration::from_secs(5));
         let _ = self.component.child.wait();
-        let validating = self.webhook_config.take();
-        let mutating = self.mutating_webhook_config.take();
-        if validating.is_some() || mutating.is_some() {
-            // A configuration left behind would fail every write of jobs in the namespace
-            // (failurePolicy Fail). Drop cannot await: delete from a thread with its own runtime.
-            let kubeconfig = self.kubeconfig.clone();
-            let deleting = std::thread::spawn(move || {
-                let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
-                    return;
-                };
-                rt.block_on(async {
-                    if let Ok(client) = kubeconfig::client_from(&kubeconfig).await {
-                        let dp = DeleteParams::default();
-                        if let Some(name) = validating {
-                            let api = Api::<ValidatingWebhookConfiguration>::all(client.clone());
-                            let _ = api.delete(&name, &dp).await;
-                        }
-                        if let Some(name) = mutating {
-                            let api = Api::<MutatingWebhookConfiguration>::all(client);
-                            let _ = api.delete(&name, &dp).await;
-                        }
-                    }
-                });
-            });
-            let _ = deleting.join();
-        }
+        delete_webhook_configs(
+            &self.kubeconfig,
+            self.mutating_webhook_config.take(),
+            self.webhook_config.take(),
+        );
         if std::thread::panicking() {
             eprintln!(
                 "kept the log of peer {} in {}",
