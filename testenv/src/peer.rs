@@ -875,38 +875,27 @@ async fn kueue_plane_lock(name: &str, kubeconfig: &Path, wait: Duration) -> Resu
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect();
     let path = std::env::temp_dir().join(format!("kfop-kueue{key}.lock"));
-    let file = std::fs::File::create(&path).map_err(Error::io(&path))?;
-    let locking = tokio::task::spawn_blocking(move || file.lock().map(|()| file));
-    match tokio::time::timeout(wait, locking).await {
-        Ok(Ok(Ok(file))) => Ok(file),
-        Ok(Ok(Err(e))) => Err(Error::io(&path)(e)),
-        Ok(Err(_)) | Err(_) => Err(peer_error(
-            name,
-            format!(
-                "another Kueue on this plane held {} for {}s",
-                path.display(),
-                wait.as_secs()
-            ),
-        )),
-    }
+    lock_file(name, &path, wait, "another Kueue on this plane").await
 }
 
 /// Waits for this machine's lock on [`MPI_OPERATOR_HEALTH_PORT`]: mpi-operators of tests run at
 /// the same time take turns instead of failing on the port.
 async fn health_port_lock(name: &str, wait: Duration) -> Result<std::fs::File> {
     let path = std::env::temp_dir().join(format!("kfop-mpi-operator-{MPI_OPERATOR_HEALTH_PORT}.lock"));
-    let file = std::fs::File::create(&path).map_err(Error::io(&path))?;
+    lock_file(name, &path, wait, "another mpi-operator").await
+}
+
+/// Takes the lock file `path`, waiting up to `wait` for `holder` to let it go; held until the
+/// returned file is dropped.
+async fn lock_file(name: &str, path: &Path, wait: Duration, holder: &str) -> Result<std::fs::File> {
+    let file = std::fs::File::create(path).map_err(Error::io(path))?;
     let locking = tokio::task::spawn_blocking(move || file.lock().map(|()| file));
     match tokio::time::timeout(wait, locking).await {
         Ok(Ok(Ok(file))) => Ok(file),
-        Ok(Ok(Err(e))) => Err(Error::io(&path)(e)),
+        Ok(Ok(Err(e))) => Err(Error::io(path)(e)),
         Ok(Err(_)) | Err(_) => Err(peer_error(
             name,
-            format!(
-                "another mpi-operator held {} for {}s",
-                path.display(),
-                wait.as_secs()
-            ),
+            format!("{holder} held {} for {}s", path.display(), wait.as_secs()),
         )),
     }
 }
