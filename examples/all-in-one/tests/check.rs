@@ -231,6 +231,8 @@ async fn check_names_each_broken_state_and_passes_once_all_are_fixed() {
     // All fixed: every line ok, exit code 0.
     let (ok, lines) = check(env, &["--as", SERVICE_ACCOUNT]);
     assert!(ok, "{lines:?}");
-    assert!(lines.iter().all(|l| l.starts_with("ok ")), "{lines:?}");
+    // The first line says whose RBAC was checked; every line after it is a passed check.
+    assert_eq!(lines[0], format!("RBAC is checked as {SERVICE_ACCOUNT} (--as)"));
+    assert!(lines[1..].iter().all(|l| l.starts_with("ok ")), "{lines:?}");
     operator.check_alive().unwrap();
 }
