@@ -27,6 +27,8 @@ SLOW_FIRST = ["differential", "ui", "takeover", "scaffold", "sdk", "soak", "webh
               "kubeflow_peer", "katib", "kueue_pod_groups", "kueue"]
 # cargo's failure summary: each failed test's output header and, under `failures:`, its name.
 FAILURE_LINE = re.compile(r"^(?:---- .* stdout ----|error: test failed.*|    [a-z_:0-9]+)$", re.M)
+# A panic and the first lines of its message: the reason, which CI's tail would otherwise cut.
+PANIC = re.compile(r"^thread '.*' .*panicked at .*$(?:\n(?!stack backtrace:|note: ).*){0,6}", re.M)
 
 
 def test_targets():
@@ -60,7 +62,8 @@ def main():
             print(f"\n==> cargo test --workspace {label}: {status} in {secs:.0f} s\n{text}", flush=True)
             times.append((secs, label))
             if code != 0:
-                failed.append((label, FAILURE_LINE.findall(text)))
+                reasons = [line[:400] for panic in PANIC.findall(text) for line in panic.splitlines()]
+                failed.append((label, FAILURE_LINE.findall(text) + reasons))
     print("\n==> time per target (s)")
     for secs, label in sorted(times, reverse=True):
         print(f"{secs:7.0f}  {label}")
