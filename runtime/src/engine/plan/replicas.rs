@@ -97,11 +97,13 @@ pub(super) fn reconcile<F: Framework>(
                     if phase(pod) == "Failed" {
                         on_failed_pod(d, pod, role, policy, &info.default_container, &mut role_counts);
                     }
+                    // Scaled away or stopped by the suspension: deleted on purpose.
+                    let removed = index >= replicas || deleted_by_suspension(pod, resumed);
                     count(
                         &mut status,
                         &mut role_counts,
                         pod,
-                        (index, resumed),
+                        (index, removed),
                         &info.default_container,
                     );
                 }
@@ -200,19 +202,19 @@ fn exit_code(pod: &ObservedPod, default_container: &str) -> Option<i32> {
 }
 
 /// Kubeflow's `updateJobReplicaStatuses`: a running pod that is being deleted counts as
-/// failed, so pods lost with their node are not counted active. A pod whose deletion was asked
-/// for by the job's suspension (no later than its last resume) counts as nothing: it was stopped
-/// on purpose, and may still be terminating when the job resumes.
+/// failed, so pods lost with their node are not counted active. A pod `removed` on purpose (by
+/// a scale-down, or by the job's suspension) counts as nothing while it terminates: Kubeflow
+/// never sees it then, as it waits for the deletion before its next pass.
 fn count(
     status: &mut ReplicaStatus,
     counts: &mut RoleCounts,
     pod: &ObservedPod,
-    (index, resumed): (i32, Option<&Time>),
+    (index, removed): (i32, bool),
     default_container: &str,
 ) {
     match phase(pod) {
         "Running" if is_active(pod) => status.active += 1,
-        "Running" if deleted_by_suspension(pod, resumed) => {}
+        "Running" if removed => {}
         "Running" | "Failed" => status.failed += 1,
         "Succeeded" => {
             status.succeeded += 1;

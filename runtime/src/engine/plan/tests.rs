@@ -441,6 +441,30 @@ fn pods_deleted_by_a_suspension_do_not_fail_the_resumed_job() {
     assert!(j.status.as_ref().unwrap().is(C::Failed), "{:?}", conditions(&j));
 }
 
+/// Workers scaled away are deleted and, while they terminate, count as neither active nor
+/// failed: under restartPolicy Never a scale-down does not fail the job (Kubeflow waits for the
+/// deletion before its next pass, so it never counts them).
+#[test]
+fn pods_deleted_by_a_scale_down_do_not_fail_the_job() {
+    let mut j = mw(3, Some(RestartPolicy::Never));
+    let running = all_children(&j, 3, "Running");
+    step(&mut j, &running, 0);
+    j.spec.replica_specs.get_mut("Worker").unwrap().replicas = Some(1);
+    let p = step(&mut j, &running, 1);
+    let deleted: Vec<_> = p.delete_pods.iter().map(|c| c.name.clone()).collect();
+    assert_eq!(deleted, ["tj-worker-1", "tj-worker-2"]);
+
+    let mut terminating = all_children(&j, 3, "Running");
+    for p in &mut terminating.pods[2..] {
+        Arc::make_mut(p).metadata.deletion_timestamp = Some(t(31));
+    }
+    let p = step(&mut j, &terminating, 2);
+    assert!(p.delete_pods.is_empty(), "{:?}", p.delete_pods);
+    assert!(!j.status.as_ref().unwrap().is(C::Failed), "{:?}", conditions(&j));
+    let worker = &j.status.as_ref().unwrap().replica_statuses["Worker"];
+    assert_eq!((worker.active, worker.failed), (1, 0));
+}
+
 /// A running pod deleted from outside (a drain) whose kubelet is gone stays terminating; it
 /// counts as failed, and the job's status settles: passes over the same pods write nothing
 /// (the PyTorchJob rule's flip within one pass is covered by the terminating integration test).
