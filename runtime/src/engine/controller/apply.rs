@@ -13,90 +13,52 @@ use crate::error::{Error, Result};
 use crate::packed::PackedJob;
 use crate::plan::{ChildRef, DesiredObject, EventType, JobEvent, JobMetric, ObjectRef, Plan, merge_patch};
 
-/// Applies `plan` to `job`. Children first (in parallel), then the status, then events and
-/// metrics; the first error is returned after everything else was attempted, with what the job
-/// as a status write returned it has left to do.
+/// Applies `plan` to `job`: the children (in parallel) and, beside them, the status; then
+/// events and metrics. The first error is returned after everything else was attempted, with
+/// what the job as a status write returned it has left to do.
+///
+/// The status does not wait for the children: a restart's Restarting is written while its pod
+/// is deleted, not after (the status says what the plan found, whatever its writes return, as
+/// Kubeflow's does). What is left to do is planned once both are done, so that plan sees the
+/// children this pass deleted and created.
 pub async fn apply(ctx: &Context, job: &PackedJob, plan: Plan) -> (Result<()>, Option<Next>) {
     let ns = job.namespace().unwrap_or_default();
     let uid = job.uid().unwrap_or_default();
-    let mut first_error: Option<Error> = None;
-    let mut events: Vec<JobEvent> = Vec::new();
-
-    // Deletes before creates (a replacement pod reuses the name of the one it replaces), then
-    // owned objects; each phase runs in parallel.
-    let phases: [Vec<Change<'_>>; 4] = [
-        plan.patch_pods
-            .iter()
-            .map(|(name, patch)| Change::PatchPod(name, patch))
-            .collect(),
-        plan.delete_pods
-            .iter()
-            .map(Change::DeletePod)
-            .chain(plan.delete_services.iter().map(Change::DeleteService))
-            .collect(),
-        plan.create_pods
-            .iter()
-            .map(Change::CreatePod)
-            .chain(plan.create_services.iter().map(Change::CreateService))
-            .collect(),
-        plan.delete_objects
-            .iter()
-            .map(Change::DeleteObject)
-            .chain(plan.create_objects.iter().map(Change::CreateObject))
-            .chain(plan.patch_objects.iter().map(Change::PatchObject))
-            .collect(),
-    ];
-    for phase in phases {
-        // Collected first: a lazy `map` over the changes would make the reconcile future's
-        // `Send` proof generic over their lifetime, which rustc cannot show.
-        let runs: Vec<_> = phase.into_iter().map(|change| change.run(ctx, &ns)).collect();
-        let outcomes: Vec<Outcome> = stream::iter(runs)
-            .buffer_unordered(ctx.config.parallelism)
-            .collect()
-            .await;
-        for outcome in outcomes {
-            events.extend(outcome.events);
-            if let Some(child_uid) = outcome.deleted {
-                ctx.deleted.insert(&uid, child_uid);
-            }
-            if let Some(child) = outcome.created {
-                ctx.created.insert(&uid, child);
-            }
-            if let Some(error) = outcome.error {
-                first_error.get_or_insert(error);
-            }
-        }
-    }
+    let status = async {
+        let status = plan.status.as_ref()?;
+        let jobs: Api<PackedJob> = Api::all_with(ctx.client.clone(), ctx.framework.kind()).constrain(&ns);
+        let patch = json!({ "status": status });
+        Some(
+            jobs.patch_status(&job.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
+                .await,
+        )
+    };
+    let ((mut events, mut first_error), written) =
+        tokio::join!(apply_children(ctx, &ns, &uid, &plan), status);
 
     let mut status_stored = true;
     let mut next = None;
-    if let Some(status) = &plan.status {
-        let jobs: Api<PackedJob> = Api::all_with(ctx.client.clone(), ctx.framework.kind()).constrain(&ns);
-        let patch = json!({ "status": status });
-        match jobs
-            .patch_status(&job.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
-            Ok(updated) => {
-                // The job as written is planned here, not on the write's watch event: what is
-                // left (a finished job's clean-up and TTL) is the reconcile's next step.
-                let updated = Arc::new(updated);
-                next = Some(match super::plan_job(ctx, &updated) {
-                    Ok(plan) if plan.has_work() => Next::Pass(updated.clone()),
-                    Ok(plan) => Next::Requeue(plan.requeue_after),
-                    Err(_) => Next::Pass(updated.clone()),
-                });
-                ctx.written.record(&uid, updated);
-            }
-            Err(source) => {
-                status_stored = false;
-                first_error.get_or_insert(Error::Kube {
-                    action: "patching the status of",
-                    kind: "job",
-                    name: job.name_any(),
-                    source,
-                });
-            }
+    match written {
+        None => {}
+        Some(Ok(updated)) => {
+            // The job as written is planned here, not on the write's watch event: what is left
+            // (a finished job's clean-up and TTL) is the reconcile's next step.
+            let updated = Arc::new(updated);
+            next = Some(match super::plan_job(ctx, &updated) {
+                Ok(plan) if plan.has_work() => Next::Pass(updated.clone()),
+                Ok(plan) => Next::Requeue(plan.requeue_after),
+                Err(_) => Next::Pass(updated.clone()),
+            });
+            ctx.written.record(&uid, updated);
+        }
+        Some(Err(source)) => {
+            status_stored = false;
+            first_error.get_or_insert(Error::Kube {
+                action: "patching the status of",
+                kind: "job",
+                name: job.name_any(),
+                source,
+            });
         }
     }
 
@@ -149,6 +111,58 @@ pub async fn apply(ctx: &Context, job: &PackedJob, plan: Plan) -> (Result<()>, O
     }
     publish(ctx, job, events).await;
     (first_error.map_or(Ok(()), Err), next)
+}
+
+/// The plan's child writes: pod deletes before creates (a replacement pod reuses the name of the
+/// one it replaces), then owned objects, each phase in parallel. Records what was deleted and
+/// created for the next plan; returns the writes' events and their first error.
+async fn apply_children(ctx: &Context, ns: &str, uid: &str, plan: &Plan) -> (Vec<JobEvent>, Option<Error>) {
+    let mut first_error: Option<Error> = None;
+    let mut events: Vec<JobEvent> = Vec::new();
+    let phases: [Vec<Change<'_>>; 4] = [
+        plan.patch_pods
+            .iter()
+            .map(|(name, patch)| Change::PatchPod(name, patch))
+            .collect(),
+        plan.delete_pods
+            .iter()
+            .map(Change::DeletePod)
+            .chain(plan.delete_services.iter().map(Change::DeleteService))
+            .collect(),
+        plan.create_pods
+            .iter()
+            .map(Change::CreatePod)
+            .chain(plan.create_services.iter().map(Change::CreateService))
+            .collect(),
+        plan.delete_objects
+            .iter()
+            .map(Change::DeleteObject)
+            .chain(plan.create_objects.iter().map(Change::CreateObject))
+            .chain(plan.patch_objects.iter().map(Change::PatchObject))
+            .collect(),
+    ];
+    for phase in phases {
+        // Collected first: a lazy `map` over the changes would make the reconcile future's
+        // `Send` proof generic over their lifetime, which rustc cannot show.
+        let runs: Vec<_> = phase.into_iter().map(|change| change.run(ctx, ns)).collect();
+        let outcomes: Vec<Outcome> = stream::iter(runs)
+            .buffer_unordered(ctx.config.parallelism)
+            .collect()
+            .await;
+        for outcome in outcomes {
+            events.extend(outcome.events);
+            if let Some(child_uid) = outcome.deleted {
+                ctx.deleted.insert(uid, child_uid);
+            }
+            if let Some(child) = outcome.created {
+                ctx.created.insert(uid, child);
+            }
+            if let Some(error) = outcome.error {
+                first_error.get_or_insert(error);
+            }
+        }
+    }
+    (events, first_error)
 }
 
 /// What planning a job as its status write returned it found.
