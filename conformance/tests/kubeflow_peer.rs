@@ -115,10 +115,20 @@ async fn runs_to_success(peer_folder: &'static str, kind: &Kind, container: &str
     let jobs = kind.jobs(client.clone());
 
     // Admission is Kubeflow's: its webhook, called over loopback, wants the framework's container.
-    let refused = jobs
-        .create(&PostParams::default(), &kind.job("unnamed", "main"))
-        .await
-        .expect_err("Kubeflow's webhook should refuse a job without the framework's container");
+    // The API server learns of a new webhook configuration through its own watch and admits
+    // writes without it until then: dry runs (the webhook has no side effects) until one is
+    // refused.
+    let dry_run = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let refused = wait::until(
+        "Kubeflow's webhook refusing a job without the framework's container",
+        wait::default_timeout(),
+        || async { Ok(jobs.create(&dry_run, &kind.job("unnamed", "main")).await.err()) },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\npeer log:\n{}", peer.log_tail(40)));
     let message = refused.to_string();
     let webhook = format!(
         "validator.{}.training-operator.kubeflow.org",
