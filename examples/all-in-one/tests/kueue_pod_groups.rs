@@ -187,6 +187,38 @@ async fn workload(client: &Client, ns: &str, group: &str, type_: &str, want: boo
     }
 }
 
+/// Waits until the group's Workload is Finished or gone. Kueue makes a pod group's Workload owned
+/// by its pods and drops their finalizers once the group finished, so the garbage collector
+/// removes the Workload as soon as the pods are deleted, which can come before a look sees it
+/// Finished; either way the group's quota is released.
+async fn workload_finished(client: &Client, ns: &str, group: &str) {
+    let api = workloads(client, ns);
+    let found = wait::until(
+        &format!("Workload {group} Finished or gone"),
+        wait::default_timeout(),
+        || {
+            let api = api.clone();
+            async move {
+                // A failed look is no answer: look again.
+                let done = match api.get_opt(group).await {
+                    Ok(None) => true,
+                    Ok(Some(w)) => has_condition(&serde_json::to_value(w).unwrap(), "Finished", true),
+                    Err(_) => false,
+                };
+                Ok(done.then_some(()))
+            }
+        },
+    )
+    .await;
+    if let Err(error) = found {
+        let w = api.get(group).await.ok();
+        panic!(
+            "{error}; the Workload: {:?}",
+            w.map(|w| w.data.get("status").cloned())
+        );
+    }
+}
+
 /// Waits until the job says it waits for Kueue (Running False, `<Kind>WaitingForAdmission`) with
 /// a message containing `why`; returns the message.
 async fn waits_for_admission(api: &Api<DynamicObject>, name: &str, why: &str) -> String {
@@ -394,7 +426,7 @@ async fn every_kind_queues_as_a_kueue_pod_group() {
             "as a pod group",
         )
         .await;
-        workload(&client, ns.name(), &groups[&scheme], "Finished", true).await;
+        workload_finished(&client, ns.name(), &groups[&scheme]).await;
     }
     for scheme in waiting {
         let pods = admitted_and_running(&ns, &name(scheme), &groups[&scheme], pod_count(scheme)).await;
@@ -405,7 +437,7 @@ async fn every_kind_queues_as_a_kueue_pod_group() {
             "once admitted",
         )
         .await;
-        workload(&client, ns.name(), &groups[&scheme], "Finished", true).await;
+        workload_finished(&client, ns.name(), &groups[&scheme]).await;
     }
 
     // A kind registered at run time queues the same way.
@@ -456,7 +488,7 @@ async fn every_kind_queues_as_a_kueue_pod_group() {
     let pods = admitted_and_running(&ns, "pg-runtime", &group, 2).await;
     finish(&ns, pods).await;
     until_succeeded(&api, "pg-runtime", "as a pod group").await;
-    workload(&client, ns.name(), &group, "Finished", true).await;
+    workload_finished(&client, ns.name(), &group).await;
     frameworks.delete("kqjax", &Default::default()).await.unwrap();
     println!("every kind: {:.1} s", started.elapsed().as_secs_f64());
     drop(kueue);
@@ -543,7 +575,7 @@ async fn a_preempted_pod_group_resumes_where_it_was() {
     assert_eq!(failed, 0, "the preemption counted as a failure: {resumed:?}");
     finish(&ns, low_pods).await;
     until_succeeded(&api, "low", "after resuming").await;
-    workload(&client, ns.name(), &low, "Finished", true).await;
+    workload_finished(&client, ns.name(), &low).await;
     println!("preemption: {:.1} s", started.elapsed().as_secs_f64());
     drop(kueue);
 }
@@ -804,7 +836,7 @@ async fn topology_aware_scheduling_places_a_pod_group_by_rack() {
     let pods = running_pods(&ns, "tas", 4).await;
     finish(&ns, pods).await;
     until_succeeded(&api, "tas", "under topology-aware scheduling").await;
-    workload(&client, &pool, &group, "Finished", true).await;
+    workload_finished(&client, &pool, &group).await;
     drop(kueue);
     let node_api: Api<Node> = Api::all(client.clone());
     for node in &nodes {
@@ -838,7 +870,7 @@ async fn a_job_that_succeeds_with_pods_still_running_frees_its_quota() {
     pods::finish(&ns.api(), &master.name_any(), 0, 0).await.unwrap();
     until_succeeded(&api, "early", "with its worker still running").await;
     let finished = Instant::now();
-    workload(&client, ns.name(), &group, "Finished", true).await;
+    workload_finished(&client, ns.name(), &group).await;
     println!(
         "early: Workload finished {:.2} s after the job succeeded",
         finished.elapsed().as_secs_f64()
