@@ -22,7 +22,7 @@ use kfop_operator::samples;
 use kfop_operator::schemes::Scheme;
 use kfop_runtime::api::{JobConditionType, JobStatus};
 use kfop_testenv::pods;
-use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use kube::api::{Api, DynamicObject, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use serde::Serialize;
@@ -107,6 +107,10 @@ struct Seen {
     /// First time each pod incarnation (name, UID) was seen at all, and seen Failed.
     pod_added: HashMap<(String, String), Instant>,
     pod_failed: HashMap<(String, String), Instant>,
+    /// Pod incarnations seen Running.
+    pod_running: HashMap<(String, String), Instant>,
+    /// Per job, the phase each of its pods was last seen in.
+    phases: HashMap<String, BTreeMap<String, String>>,
     /// Per job, each time a condition turned True, in order.
     became_true: HashMap<String, Vec<(JobConditionType, Instant)>>,
     true_now: HashMap<String, Vec<JobConditionType>>,
@@ -165,6 +169,8 @@ async fn run_mode(
         created.push((scheme, name));
     }
     let pod_api: Api<Pod> = Api::namespaced(client.clone(), ns);
+    // The drivers read what the watches saw: polling the API server for 100 jobs would load the
+    // plane whose reaction is measured.
     let drivers: Vec<_> = created
         .iter()
         .map(|(scheme, name)| {
@@ -251,41 +257,31 @@ async fn create(client: &Client, ns: &str, scheme: Scheme, name: &str) -> Result
 /// to the Restarting seen, the replacement seen, and the Failed seen.
 async fn drive(pod_api: &Api<Pod>, seen: &Shared, job: &str) -> std::result::Result<[Vec<f64>; 3], String> {
     let deadline = Instant::now() + JOB_TIMEOUT;
-    let target = loop {
-        let selector = format!("training.kubeflow.org/job-name={job}");
-        let pods = pod_api
-            .list(&ListParams::default().labels(&selector))
-            .await
-            .map(|l| l.items)
-            .unwrap_or_default();
-        let all_running = !pods.is_empty() && pods.iter().all(|p| pods::phase(p) == "Running");
-        if all_running {
-            let mut names: Vec<String> = pods.iter().map(ResourceExt::name_any).collect();
-            names.sort();
-            break names
-                .iter()
+    let target = wait(deadline, || async {
+        let seen = lock(seen);
+        let pods = seen.phases.get(job)?;
+        let all_running = !pods.is_empty() && pods.values().all(|phase| phase == "Running");
+        // BTreeMap: names in order, so the first worker or else the first pod.
+        all_running.then(|| {
+            pods.keys()
                 .find(|n| n.contains("-worker-0"))
-                .or(names.first())
+                .or_else(|| pods.keys().next())
                 .cloned()
-                .unwrap_or_default();
-        }
-        if Instant::now() > deadline {
-            return Err("never ran".into());
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    };
+                .unwrap_or_default()
+        })
+    })
+    .await
+    .ok_or_else(|| "never ran".to_owned())?;
     let mut samples: [Vec<f64>; 3] = Default::default();
-    let mut previous: Option<String> = None;
+    let mut done: Vec<String> = Vec::new();
     for round in 0..=RESTARTS {
         // The pod's current incarnation, running.
-        let uid = wait(deadline, || {
-            let pod = pod_api.clone();
-            let (target, previous) = (target.clone(), previous.clone());
-            async move {
-                let pod = pod.get_opt(&target).await.ok().flatten()?;
-                let uid = pod.uid()?;
-                (pods::phase(&pod) == "Running" && Some(&uid) != previous.as_ref()).then_some(uid)
-            }
+        let uid = wait(deadline, || async {
+            lock(seen)
+                .pod_running
+                .keys()
+                .find(|(name, uid)| *name == target && !done.contains(uid))
+                .map(|(_, uid)| uid.clone())
         })
         .await
         .ok_or_else(|| format!("round {round}: {target} never ran again"))?;
@@ -326,7 +322,7 @@ async fn drive(pod_api: &Api<Pod>, seen: &Shared, job: &str) -> std::result::Res
                 .ok_or_else(|| format!("round {round}: Failed never seen"))?;
             samples[2].push(done.duration_since(failed).as_secs_f64());
         }
-        previous = Some(uid);
+        done.push(uid);
     }
     Ok(samples)
 }
@@ -365,8 +361,18 @@ async fn watch_pods(client: Client, ns: &'static str, seen: Shared) {
         let key = (pod.name_any(), pod.uid().unwrap_or_default());
         let mut seen = lock(&seen);
         seen.pod_added.entry(key.clone()).or_insert(now);
-        if pods::phase(&pod) == "Failed" {
-            seen.pod_failed.entry(key).or_insert(now);
+        let phase = pods::phase(&pod);
+        if phase == "Failed" {
+            seen.pod_failed.entry(key.clone()).or_insert(now);
+        }
+        if phase == "Running" {
+            seen.pod_running.entry(key).or_insert(now);
+        }
+        if let Some(job) = pod.labels().get("training.kubeflow.org/job-name") {
+            seen.phases
+                .entry(job.clone())
+                .or_default()
+                .insert(pod.name_any(), phase.to_owned());
         }
     }
 }
