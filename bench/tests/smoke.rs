@@ -60,3 +60,38 @@ fn small_run_writes_results() {
         assert!(svg.starts_with("<svg"), "{plot}");
     }
 }
+
+/// `--failure-reaction` with one job of each of its six kinds: every failure gets its answer in
+/// both modes, and the operator's own histogram counted them. No timing assertions.
+#[test]
+fn failure_reaction_answers_every_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = bench(&["--failure-reaction", "6", "--timeout", "3m"], dir.path());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "kfop-bench failed:\n{stderr}");
+
+    let md = std::fs::read_to_string(dir.path().join("reaction.md")).unwrap();
+    assert!(md.starts_with("# kfop failure reaction"), "{md}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("reaction.json")).unwrap()).unwrap();
+    let restarts = json["restarts_per_job"].as_u64().unwrap();
+    for mode in ["Batched", "AtOnce"] {
+        let answers = &json["modes"][mode];
+        assert_eq!(answers["missing"], serde_json::json!([]), "{mode}: {json}");
+        for (answer, count) in [
+            ("restarting", 6 * restarts),
+            ("replaced", 6 * restarts),
+            ("failed", 6),
+        ] {
+            assert_eq!(answers[answer]["count"], count, "{mode} {answer}: {json}");
+        }
+        assert_eq!(answers["by_kind"].as_object().unwrap().len(), 6, "{mode}: {json}");
+        let counted: f64 = answers["operator_histogram"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v[0].as_f64().unwrap())
+            .sum();
+        assert!(counted > 0.0, "{mode}: the operator counted no reaction: {json}");
+    }
+}
