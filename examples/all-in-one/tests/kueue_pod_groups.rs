@@ -156,21 +156,27 @@ fn has_condition(object: &Value, type_: &str, want: bool) -> bool {
         .any(|c| c["type"] == type_ && c["status"] == wanted)
 }
 
-/// The Workload named `group` once it has condition `type_` True or False.
-async fn workload(client: &Client, ns: &str, group: &str, type_: &str, want: bool) -> Value {
+/// The Workload named `group` (`None`: there is none) once `done` accepts it; a failed look is
+/// no answer, and the next one is made.
+async fn workload_where(
+    client: &Client,
+    ns: &str,
+    group: &str,
+    what: &str,
+    done: impl Fn(Option<&Value>) -> bool,
+) -> Option<Value> {
     let api = workloads(client, ns);
     let found = wait::until(
-        &format!("Workload {group} with {type_}={want}"),
+        &format!("Workload {group} {what}"),
         wait::default_timeout(),
         || {
-            let api = api.clone();
+            let (api, done) = (api.clone(), &done);
             async move {
-                let w = api
-                    .get(group)
-                    .await
-                    .ok()
-                    .map(|w| serde_json::to_value(w).unwrap());
-                Ok(w.filter(|w| has_condition(w, type_, want)))
+                let Ok(w) = api.get_opt(group).await else {
+                    return Ok(None);
+                };
+                let w = w.map(|w| serde_json::to_value(w).unwrap());
+                Ok(done(w.as_ref()).then_some(w))
             }
         },
     )
@@ -187,36 +193,21 @@ async fn workload(client: &Client, ns: &str, group: &str, type_: &str, want: boo
     }
 }
 
+/// The Workload named `group` once it has condition `type_` True or False.
+async fn workload(client: &Client, ns: &str, group: &str, type_: &str, want: bool) -> Value {
+    let with = |w: Option<&Value>| w.is_some_and(|w| has_condition(w, type_, want));
+    workload_where(client, ns, group, &format!("with {type_}={want}"), with)
+        .await
+        .expect("accepted only when it exists")
+}
+
 /// Waits until the group's Workload is Finished or gone. Kueue makes a pod group's Workload owned
 /// by its pods and drops their finalizers once the group finished, so the garbage collector
 /// removes the Workload as soon as the pods are deleted, which can come before a look sees it
 /// Finished; either way the group's quota is released.
 async fn workload_finished(client: &Client, ns: &str, group: &str) {
-    let api = workloads(client, ns);
-    let found = wait::until(
-        &format!("Workload {group} Finished or gone"),
-        wait::default_timeout(),
-        || {
-            let api = api.clone();
-            async move {
-                // A failed look is no answer: look again.
-                let done = match api.get_opt(group).await {
-                    Ok(None) => true,
-                    Ok(Some(w)) => has_condition(&serde_json::to_value(w).unwrap(), "Finished", true),
-                    Err(_) => false,
-                };
-                Ok(done.then_some(()))
-            }
-        },
-    )
-    .await;
-    if let Err(error) = found {
-        let w = api.get(group).await.ok();
-        panic!(
-            "{error}; the Workload: {:?}",
-            w.map(|w| w.data.get("status").cloned())
-        );
-    }
+    let finished = |w: Option<&Value>| w.is_none_or(|w| has_condition(w, "Finished", true));
+    workload_where(client, ns, group, "Finished or gone", finished).await;
 }
 
 /// Waits until the job says it waits for Kueue (Running False, `<Kind>WaitingForAdmission`) with
