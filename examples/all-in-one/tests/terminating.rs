@@ -11,15 +11,19 @@
 //!   and the Restarting condition names the pod once it is 30 s past its grace period, with
 //!   reason `PyTorchJobRestartBlocked` and one Warning event;
 //!
-//! then that once the kubelet returns the pod goes, its replacement is created and the job
-//! succeeds.
+//! - restartPolicy Never, suspended and resumed while the pods its suspension deleted still
+//!   terminate (as an operator killed between the two passes leaves them): those pods count as
+//!   neither active nor failed, so the job does not fail;
+//!
+//! then that once the kubelet returns the pods go, their replacements are created and the jobs
+//! succeed.
 use std::time::Duration;
 
 use kfop_operator::samples;
 use kfop_operator::schemes::{self, Scheme};
 use kfop_runtime::api::{JobConditionType, JobStatus};
 use kfop_runtime::k8s_openapi::api::core::v1::{Namespace, Pod};
-use kfop_runtime::kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
+use kfop_runtime::kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kfop_runtime::kube::{Client, ResourceExt};
 use kfop_runtime::testing::Operator;
 use kfop_testenv::{ControlPlane, PlaneOptions, pods, wait};
@@ -63,6 +67,13 @@ async fn running(pod_api: &Api<Pod>, job: &str) -> Vec<Pod> {
     )
     .await
     .unwrap()
+}
+
+async fn suspend(jobs: &Api<DynamicObject>, name: &str, suspend: bool) {
+    let patch = json!({ "spec": { "runPolicy": { "suspend": suspend } } });
+    jobs.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
 }
 
 /// Waits until `done` holds for the job's status; fails with the status.
@@ -109,11 +120,33 @@ async fn a_pod_left_terminating_by_a_gone_kubelet_is_counted_and_named() {
     let pod_api: Api<Pod> = Api::namespaced(client.clone(), NS);
     create(&jobs, "never", "Never").await;
     create(&jobs, "retried", "ExitCode").await;
+    create(&jobs, "resumed", "Never").await;
     running(&pod_api, "never").await;
     running(&pod_api, "retried").await;
+    running(&pod_api, "resumed").await;
 
     // The kubelet's last step is gone: nothing removes a terminating pod.
     plane.freeze("pod-reaper", true).unwrap();
+
+    // Never, suspended and resumed before the pods its suspension deleted are gone.
+    suspend(&jobs, "resumed", true).await;
+    wait::until("resumed's pods terminating", Duration::from_secs(60), || {
+        let pod_api = pod_api.clone();
+        async move {
+            let selector = "training.kubeflow.org/job-name=resumed";
+            let list = pod_api.list(&ListParams::default().labels(selector)).await.ok();
+            Ok(list.filter(|l| {
+                l.items.len() == 2 && l.items.iter().all(|p| p.metadata.deletion_timestamp.is_some())
+            }))
+        }
+    })
+    .await
+    .unwrap();
+    suspend(&jobs, "resumed", false).await;
+    until(&jobs, "resumed", "resumed", Duration::from_secs(60), |s| {
+        !s.is(JobConditionType::Suspended)
+    })
+    .await;
 
     // Never: a running pod deleted from outside (a drain) stays terminating; it counts as failed.
     pod_api
@@ -182,7 +215,13 @@ async fn a_pod_left_terminating_by_a_gone_kubelet_is_counted_and_named() {
         .count();
     assert_eq!(blocked_events, 1, "one Warning event says why the job waits");
 
-    // The kubelet returns: the pod goes, its replacement runs, and the job can finish.
+    // Its pods terminated for the whole of the above (over 30 s): none counted as failed.
+    let resumed = job_status(&jobs.get("resumed").await.unwrap());
+    assert!(!resumed.is(JobConditionType::Failed), "{resumed:?}");
+    let failed: i32 = resumed.replica_statuses.values().map(|r| r.failed).sum();
+    assert_eq!(failed, 0, "the suspension's pods counted as failed: {resumed:?}");
+
+    // The kubelet returns: the pods go, their replacements run, and the jobs can finish.
     plane.freeze("pod-reaper", false).unwrap();
     let replacement = wait::until("the replacement Running", Duration::from_secs(60), || {
         let pod_api = pod_api.clone();
@@ -198,6 +237,13 @@ async fn a_pod_left_terminating_by_a_gone_kubelet_is_counted_and_named() {
         pods::finish(&pod_api, pod, 0, 0).await.unwrap();
     }
     until(&jobs, "retried", "Succeeded", Duration::from_secs(60), |s| {
+        s.is(JobConditionType::Succeeded)
+    })
+    .await;
+    for pod in running(&pod_api, "resumed").await {
+        pods::finish(&pod_api, &pod.name_any(), 0, 0).await.unwrap();
+    }
+    until(&jobs, "resumed", "Succeeded", Duration::from_secs(60), |s| {
         s.is(JobConditionType::Succeeded)
     })
     .await;
