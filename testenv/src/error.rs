@@ -68,4 +68,34 @@ impl Error {
         let context = context.into();
         move |source| Self::Kube { context, source }
     }
+
+    /// A component that exited because another process had bound its port.
+    pub(crate) fn is_port_taken(&self) -> bool {
+        matches!(self, Self::ComponentExited { tail, .. } if tail.contains("address already in use"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+
+    fn exited(tail: &str) -> Error {
+        Error::ComponentExited {
+            component: "kube-scheduler".into(),
+            status: "exit status: 1".into(),
+            log: "kube-scheduler.log".into(),
+            tail: tail.into(),
+        }
+    }
+
+    #[test]
+    fn only_a_bind_to_a_taken_port_counts_as_a_port_taken() {
+        let taken = exited(
+            "\"command failed\" err=\"failed to create listener: failed to listen on 127.0.0.1:39815: \
+             listen tcp 127.0.0.1:39815: bind: address already in use\"",
+        );
+        assert!(taken.is_port_taken());
+        assert!(!exited("unknown flag: --bogus").is_port_taken());
+        assert!(!Error::Startup("address already in use".into()).is_port_taken());
+    }
 }

@@ -73,11 +73,29 @@ pub struct ControlPlane {
     components: Vec<Component>,
 }
 
+/// Starts made again after a component found its port taken.
+const PORT_RETRIES: u32 = 2;
 const STATE_FILE: &str = "state.json";
 const OWNER_FILE: &str = "owner.pid";
 
 impl ControlPlane {
     pub async fn start(options: PlaneOptions) -> Result<Self> {
+        // The ports are free when chosen but not held until the components bind them, so a
+        // sibling plane can take one in between; such a start is made again with other ports
+        // (only in a fresh directory: a given one is the caller's to keep).
+        let mut retries = PORT_RETRIES;
+        loop {
+            match Self::start_once(options.clone()).await {
+                Err(e) if retries > 0 && options.dir.is_none() && e.is_port_taken() => {
+                    tracing::warn!(error = %e, "a component's port was taken; starting again");
+                    retries -= 1;
+                }
+                started => return started,
+            }
+        }
+    }
+
+    async fn start_once(options: PlaneOptions) -> Result<Self> {
         let started = Instant::now();
         let assets = Assets::locate()?;
         let dir = match &options.dir {
