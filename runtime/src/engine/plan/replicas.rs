@@ -203,8 +203,9 @@ fn exit_code(pod: &ObservedPod, default_container: &str) -> Option<i32> {
 
 /// Kubeflow's `updateJobReplicaStatuses`: a running pod that is being deleted counts as
 /// failed, so pods lost with their node are not counted active. A pod `removed` on purpose (by
-/// a scale-down, or by the job's suspension) counts as nothing while it terminates: Kubeflow
-/// never sees it then, as it waits for the deletion before its next pass.
+/// a scale-down, or by the job's suspension) counts as nothing while it terminates: nothing
+/// failed. Kubeflow counts a scaled-away pod as failed when a pass happens to see it
+/// terminating, so its outcome there depends on timing (a declared difference).
 fn count(
     status: &mut ReplicaStatus,
     counts: &mut RoleCounts,
