@@ -11,7 +11,7 @@
 //! restores the behaviour from before failures were answered at once), then as released. Times
 //! are taken from the benchmark's own watches: from the pod seen Failed to the job seen
 //! Restarting or Failed, and to the replacement pod seen created.
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -108,7 +108,7 @@ struct Seen {
     pod_added: HashMap<(String, String), Instant>,
     pod_failed: HashMap<(String, String), Instant>,
     /// Pod incarnations seen Running.
-    pod_running: HashMap<(String, String), Instant>,
+    pod_running: HashSet<(String, String)>,
     /// Per job, the phase each of its pods was last seen in.
     phases: HashMap<String, BTreeMap<String, String>>,
     /// Per job, each time a condition turned True, in order.
@@ -273,14 +273,15 @@ async fn drive(pod_api: &Api<Pod>, seen: &Shared, job: &str) -> std::result::Res
     .await
     .ok_or_else(|| "never ran".to_owned())?;
     let mut samples: [Vec<f64>; 3] = Default::default();
-    let mut done: Vec<String> = Vec::new();
+    // The incarnations already failed: the next one to fail is the other running one.
+    let mut ended: Vec<String> = Vec::new();
     for round in 0..=RESTARTS {
         // The pod's current incarnation, running.
         let uid = wait(deadline, || async {
             lock(seen)
                 .pod_running
-                .keys()
-                .find(|(name, uid)| *name == target && !done.contains(uid))
+                .iter()
+                .find(|(name, uid)| *name == target && !ended.contains(uid))
                 .map(|(_, uid)| uid.clone())
         })
         .await
@@ -322,7 +323,7 @@ async fn drive(pod_api: &Api<Pod>, seen: &Shared, job: &str) -> std::result::Res
                 .ok_or_else(|| format!("round {round}: Failed never seen"))?;
             samples[2].push(done.duration_since(failed).as_secs_f64());
         }
-        done.push(uid);
+        ended.push(uid);
     }
     Ok(samples)
 }
@@ -366,7 +367,7 @@ async fn watch_pods(client: Client, ns: &'static str, seen: Shared) {
             seen.pod_failed.entry(key.clone()).or_insert(now);
         }
         if phase == "Running" {
-            seen.pod_running.entry(key).or_insert(now);
+            seen.pod_running.insert(key);
         }
         if let Some(job) = pod.labels().get("training.kubeflow.org/job-name") {
             seen.phases
