@@ -71,7 +71,8 @@ impl Error {
 
     /// A component that exited because another process had bound its port.
     pub(crate) fn is_port_taken(&self) -> bool {
-        matches!(self, Self::ComponentExited { tail, .. } if tail.contains("address already in use"))
+        matches!(self, Self::ComponentExited { tail, .. }
+            if tail.to_lowercase().contains("address already in use"))
     }
 }
 
@@ -95,6 +96,10 @@ mod tests {
              listen tcp 127.0.0.1:39815: bind: address already in use\"",
         );
         assert!(taken.is_port_taken());
+        // PostgreSQL's wording.
+        assert!(
+            exited("LOG:  could not bind IPv4 address \"127.0.0.1\": Address already in use").is_port_taken()
+        );
         assert!(!exited("unknown flag: --bogus").is_port_taken());
         assert!(!Error::Startup("address already in use".into()).is_port_taken());
     }

@@ -40,7 +40,7 @@ use crate::peer::{
     Ca, PeerBuild, apply_webhooks, ensure_namespace, fresh_dir, http_ok, loopback_webhooks, peer_error,
     webhook_answers, webhook_client, webhook_paths, write_serving_cert,
 };
-use crate::ports::free_ports;
+use crate::ports::{free_ports, retry_if_port_taken};
 use crate::process::{self, Component, Lifetime, log_tail, stop_pid};
 use crate::{Error, Result, kubeconfig};
 
@@ -128,6 +128,13 @@ impl Katib {
     /// validation, the pod mutation that labels a Trial's pods) for `namespace`. Returns once the
     /// controller's `/readyz` answers and every webhook answers.
     pub async fn start(kubeconfig: &Path, namespace: &str, options: KatibOptions) -> Result<Self> {
+        retry_if_port_taken("katib", || {
+            Self::start_once(kubeconfig, namespace, options.clone())
+        })
+        .await
+    }
+
+    async fn start_once(kubeconfig: &Path, namespace: &str, options: KatibOptions) -> Result<Self> {
         let started = Instant::now();
         let build = tokio::task::spawn_blocking(|| PeerBuild::locate_or_build(KATIB_V0_19_0))
             .await

@@ -25,7 +25,7 @@ use rcgen::{
     KeyUsagePurpose,
 };
 
-use crate::ports::free_ports;
+use crate::ports::{free_ports, retry_if_port_taken};
 use crate::process::{self, Component, Lifetime, log_tail, stop_pid};
 use crate::{Error, Result, kubeconfig, wait};
 
@@ -365,6 +365,13 @@ impl Peer {
     /// (no webhooks, leader election always on) starts as [`MPI_OPERATOR_V0_6_0`] describes,
     /// Kueue (a config file, webhooks of both kinds) as [`KUEUE_V0_17_0`] does.
     pub async fn start(kubeconfig: &Path, namespace: &str, options: PeerOptions) -> Result<Self> {
+        retry_if_port_taken(&options.peer, || {
+            Self::start_once(kubeconfig, namespace, options.clone())
+        })
+        .await
+    }
+
+    async fn start_once(kubeconfig: &Path, namespace: &str, options: PeerOptions) -> Result<Self> {
         let started = Instant::now();
         let peer = options.peer.clone();
         let build = tokio::task::spawn_blocking(move || PeerBuild::locate_or_build(&peer))

@@ -13,7 +13,7 @@ use crate::assets::{Assets, KWOK_CONFIG};
 use crate::kubeconfig;
 use crate::nodes::{self, NodeShape};
 use crate::pki::Pki;
-use crate::ports::free_ports;
+use crate::ports::{free_ports, retry_if_port_taken};
 pub use crate::process::Lifetime;
 use crate::process::{self, Component, pid_alive, stop_pid};
 use crate::version;
@@ -73,26 +73,17 @@ pub struct ControlPlane {
     components: Vec<Component>,
 }
 
-/// Starts made again after a component found its port taken.
-const PORT_RETRIES: u32 = 2;
 const STATE_FILE: &str = "state.json";
 const OWNER_FILE: &str = "owner.pid";
 
 impl ControlPlane {
     pub async fn start(options: PlaneOptions) -> Result<Self> {
-        // The ports are free when chosen but not held until the components bind them, so a
-        // sibling plane can take one in between; such a start is made again with other ports
-        // (only in a fresh directory: a given one is the caller's to keep).
-        let mut retries = PORT_RETRIES;
-        loop {
-            match Self::start_once(options.clone()).await {
-                Err(e) if retries > 0 && options.dir.is_none() && e.is_port_taken() => {
-                    tracing::warn!(error = %e, "a component's port was taken; starting again");
-                    retries -= 1;
-                }
-                started => return started,
-            }
+        // A port taken is chosen again only in a fresh directory: a given one is the caller's
+        // to keep.
+        if options.dir.is_some() {
+            return Self::start_once(options).await;
         }
+        retry_if_port_taken("control plane", || Self::start_once(options.clone())).await
     }
 
     async fn start_once(options: PlaneOptions) -> Result<Self> {
