@@ -122,18 +122,32 @@ async fn metrics_and_probes_are_served() {
     pods::finish(&pods_api, "m-worker-0", 0, 0).await.unwrap();
     wait_condition(&ns, "m", C::Succeeded).await;
 
-    let (code, body) = get(addr, "/metrics").await.unwrap();
-    assert_eq!(code, 200);
+    // The pass that stores Succeeded counts it once the write is done: the condition can be
+    // seen a moment before the count.
     let labels = format!("{{job_namespace=\"{}\",framework=\"test\"}}", ns.name());
-    for metric in [
+    let wanted = [
         "training_operator_jobs_created_total",
         "training_operator_jobs_successful_total",
-    ] {
-        assert!(
-            body.contains(&format!("{metric}{labels} 1")),
-            "{metric} in:\n{body}"
-        );
-    }
+    ]
+    .map(|metric| format!("{metric}{labels} 1"));
+    let counted = wait::until(
+        "m counted created and successful",
+        wait::default_timeout(),
+        || async {
+            Ok(get(addr, "/metrics")
+                .await
+                .filter(|(code, body)| *code == 200 && wanted.iter().all(|w| body.contains(w.as_str())))
+                .map(|(_, body)| body))
+        },
+    )
+    .await;
+    let body = match counted {
+        Ok(body) => body,
+        Err(error) => {
+            let body = get(addr, "/metrics").await.map(|(_, body)| body);
+            panic!("{error}; wanted {wanted:?} in the metrics: {body:?}");
+        }
+    };
     assert!(body.contains(
         "controller_runtime_reconcile_total{controller=\"testjob-controller\",result=\"success\"}"
     ));

@@ -205,14 +205,15 @@ async fn a_pod_left_terminating_by_a_gone_kubelet_is_counted_and_named() {
         "no replacement while the old pod exists"
     );
     let events: Api<kfop_runtime::k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), NS);
-    let blocked_events = events
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .filter(|e| e.reason.as_deref() == Some("PyTorchJobRestartBlocked"))
-        .count();
+    // Events are written after the pass's status write: the condition can be seen first.
+    let blocked_events = wait::until("the RestartBlocked event", wait::default_timeout(), || async {
+        let n = (events.list(&ListParams::default()).await.unwrap().items.iter())
+            .filter(|e| e.reason.as_deref() == Some("PyTorchJobRestartBlocked"))
+            .count();
+        Ok((n > 0).then_some(n))
+    })
+    .await
+    .unwrap();
     assert_eq!(blocked_events, 1, "one Warning event says why the job waits");
 
     // Its pods terminated for the whole of the above (over 30 s): none counted as failed.
