@@ -210,7 +210,7 @@ async fn run_mode(
             (kind, answers)
         })
         .collect();
-    let metrics = operator.scrape().await?;
+    let metrics = settled_scrape(&operator, "kfop_failure_reaction_seconds_count").await?;
     for (labels, count) in operator::series(&metrics, "kfop_failure_reaction_seconds_count") {
         let sum = operator::sum(&metrics, "kfop_failure_reaction_seconds_sum", |l| *l == labels);
         let key = format!(
@@ -227,6 +227,23 @@ async fn run_mode(
     }
     operator.stop(Duration::from_secs(5)).await?;
     Ok(answers)
+}
+
+/// The operator's metrics once the series `name` stops growing (two scrapes 300 ms apart agree,
+/// within 5 s): a pass records its metrics after its writes, so the last answers can land a
+/// moment after the drivers saw them.
+async fn settled_scrape(operator: &Operator, name: &str) -> Result<String> {
+    let mut last = operator.scrape().await?;
+    for _ in 0..16 {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let next = operator.scrape().await?;
+        let total = |text: &str| operator::sum(text, name, |_| true);
+        if total(&next) == total(&last) {
+            return Ok(next);
+        }
+        last = next;
+    }
+    Ok(last)
 }
 
 /// A job of `scheme` whose every role runs under restartPolicy ExitCode with a high backoff
