@@ -1,4 +1,4 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! The manager against a real control plane: served metrics and probes, events emitted once per
 //! transition, and leader election handing over between two replicas.
 use std::net::SocketAddr;
@@ -37,6 +37,26 @@ async fn get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
         .map(|(_, b)| b.to_owned())
         .unwrap_or_default();
     Some((code, body))
+}
+
+/// The metrics served at `addr` once `holds` for them; fails with the last ones. A pass counts
+/// a job after its writes, so a condition can be seen a moment before its count.
+async fn metrics_when(addr: SocketAddr, what: &str, holds: impl Fn(&str) -> bool) -> String {
+    let holds = &holds;
+    let found = wait::until(what, wait::default_timeout(), || async move {
+        Ok(get(addr, "/metrics")
+            .await
+            .filter(|(code, body)| *code == 200 && holds(body))
+            .map(|(_, body)| body))
+    })
+    .await;
+    match found {
+        Ok(body) => body,
+        Err(error) => {
+            let body = get(addr, "/metrics").await.map(|(_, body)| body);
+            panic!("{error}; the metrics: {body:?}");
+        }
+    }
 }
 
 fn config(ns: &str, metrics: Option<SocketAddr>, leader: Option<LeaderElection>) -> ManagerConfig {
@@ -122,32 +142,16 @@ async fn metrics_and_probes_are_served() {
     pods::finish(&pods_api, "m-worker-0", 0, 0).await.unwrap();
     wait_condition(&ns, "m", C::Succeeded).await;
 
-    // The pass that stores Succeeded counts it once the write is done: the condition can be
-    // seen a moment before the count.
     let labels = format!("{{job_namespace=\"{}\",framework=\"test\"}}", ns.name());
     let wanted = [
         "training_operator_jobs_created_total",
         "training_operator_jobs_successful_total",
     ]
     .map(|metric| format!("{metric}{labels} 1"));
-    let counted = wait::until(
-        "m counted created and successful",
-        wait::default_timeout(),
-        || async {
-            Ok(get(addr, "/metrics")
-                .await
-                .filter(|(code, body)| *code == 200 && wanted.iter().all(|w| body.contains(w.as_str())))
-                .map(|(_, body)| body))
-        },
-    )
+    let body = metrics_when(addr, "m counted created and successful", |body| {
+        wanted.iter().all(|w| body.contains(w.as_str()))
+    })
     .await;
-    let body = match counted {
-        Ok(body) => body,
-        Err(error) => {
-            let body = get(addr, "/metrics").await.map(|(_, body)| body);
-            panic!("{error}; wanted {wanted:?} in the metrics: {body:?}");
-        }
-    };
     assert!(body.contains(
         "controller_runtime_reconcile_total{controller=\"testjob-controller\",result=\"success\"}"
     ));
@@ -242,18 +246,7 @@ async fn only_the_leader_reconciles_and_a_standby_takes_over() {
     let _ = task_a.await;
     create(&ns, job("", "l2", &[("Worker", replica(1, None))])).await;
     wait_condition(&ns, "l2", C::Created).await;
-    // The status write goes beside the pod and service creates, and the pass counts the job
-    // once all are done: the condition can be seen a moment before the count.
-    let counted = wait::until("b counts l2 created", wait::default_timeout(), || async {
-        Ok(get(b_addr, "/metrics")
-            .await
-            .filter(|(code, body)| *code == 200 && created(body)))
-    })
-    .await;
-    if let Err(error) = counted {
-        let body = get(b_addr, "/metrics").await.map(|(_, body)| body);
-        panic!("{error}; b's metrics: {body:?}");
-    }
+    metrics_when(b_addr, "b counts l2 created", created).await;
     let _ = stop_b.send(());
     let _ = task_b.await;
 }
